@@ -1,0 +1,68 @@
+"""Input checks shared by every op and module.
+
+Each check raises an error that names the argument, what was expected and what was
+given, so a wrong shape or dtype is found where it enters, not three layers later.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def check_float(name: str, x: np.ndarray) -> None:
+    """Raise TypeError unless ``x`` is a float32 or float64 ndarray."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy array, got {type(x).__name__}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name}: expected dtype float32 or float64, got {x.dtype}")
+
+
+def check_same_dtype(**arrays: np.ndarray | None) -> np.dtype:
+    """All given float arrays share one dtype; returns it. ``None`` entries are skipped."""
+    given = {k: v for k, v in arrays.items() if v is not None}
+    for k, v in given.items():
+        check_float(k, v)
+    dtypes = {v.dtype for v in given.values()}
+    if len(dtypes) > 1:
+        listing = ", ".join(f"{k} {v.dtype}" for k, v in given.items())
+        raise TypeError(f"dtype mismatch: {listing} (cast them to one dtype)")
+    return dtypes.pop()
+
+
+def check_ndim(name: str, x: np.ndarray, ndim: int | tuple[int, ...]) -> None:
+    allowed = (ndim,) if isinstance(ndim, int) else ndim
+    if x.ndim not in allowed:
+        want = " or ".join(str(n) for n in allowed)
+        raise ValueError(f"{name}: expected {want} dimensions, got shape {x.shape}")
+
+
+def check_last_dim(name: str, x: np.ndarray, size: int) -> None:
+    if x.ndim == 0 or x.shape[-1] != size:
+        raise ValueError(f"{name}: expected last dimension {size}, got shape {x.shape}")
+
+
+def check_shape(name: str, x: np.ndarray, shape: tuple[int, ...]) -> None:
+    if tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {x.shape}")
+
+
+def check_ids(name: str, ids: np.ndarray, vocab_size: int) -> None:
+    """Token ids are integers in [0, vocab_size)."""
+    if not isinstance(ids, np.ndarray) or not np.issubdtype(ids.dtype, np.integer):
+        got = ids.dtype if isinstance(ids, np.ndarray) else type(ids).__name__
+        raise TypeError(f"{name}: expected an integer array of token ids, got {got}")
+    if ids.size == 0:
+        return
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= vocab_size:
+        bad = lo if lo < 0 else hi
+        raise IndexError(f"{name}: token id {bad} is outside the vocabulary [0, {vocab_size})")
+
+
+def check_finite(name: str, value) -> None:
+    """Raise FloatingPointError when a loss (or any array) holds NaN or inf."""
+    arr = np.asarray(value)
+    if not np.all(np.isfinite(arr)):
+        raise FloatingPointError(f"{name} is not finite ({arr.ravel()[~np.isfinite(arr.ravel())][0]}): "
+                                 "lower the learning rate, clip gradients or check the inputs")

@@ -1,0 +1,24 @@
+"""Numba kernels: fused loops that beat their NumPy twins on the hot path.
+
+An op asks ``kernels.get("layer_norm_forward")`` and gets the jitted function, or
+``None`` when Numba is switched off (``MINIPT_NUMBA=0``) or no kernel of that name
+exists; it then runs its plain NumPy twin (``*_numpy`` in ``minipt.ops``), which the
+tests compare every kernel with. Models never call a kernel directly.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+ENABLED = os.environ.get("MINIPT_NUMBA", "1") != "0"
+
+# op-facing name -> "module:function" inside this package
+KERNELS: dict[str, str] = {}
+
+
+def get(name: str):
+    """The Numba kernel registered as ``name``, or None when kernels are off."""
+    if not ENABLED or name not in KERNELS:
+        return None
+    module, func = KERNELS[name].split(":")
+    return getattr(importlib.import_module(f".{module}", __name__), func)

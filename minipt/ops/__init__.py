@@ -1,0 +1,1 @@
+"""Pure forward/backward pairs, one concept per file."""

@@ -1,0 +1,34 @@
+"""Affine map y = x W^T + b, the layer under every projection.
+
+Weights are stored (out, in) as in PyTorch's ``nn.Linear`` and Hugging Face LLaMA,
+so an output layer can reuse an embedding matrix (V, C) unchanged.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.checks import check_last_dim, check_ndim, check_same_dtype, check_shape
+
+
+def linear_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray | None):
+    """x (..., C_in), w (C_out, C_in), b (C_out,) or None -> y (..., C_out)."""
+    check_same_dtype(x=x, weight=w, bias=b)
+    check_ndim("weight", w, 2)
+    check_last_dim("x", x, w.shape[1])
+    if b is not None:
+        check_shape("bias", b, (w.shape[0],))
+    y = x @ w.T                                   # (..., C_out)
+    if b is not None:
+        y += b
+    return y, (x, w, b is not None)
+
+
+def linear_backward(dy: np.ndarray, cache):
+    """dy (..., C_out) -> dx (..., C_in), dw (C_out, C_in), db (C_out,) or None."""
+    x, w, has_bias = cache
+    dx = dy @ w                                   # (..., C_in)
+    x2 = x.reshape(-1, x.shape[-1])               # (N, C_in)
+    dy2 = dy.reshape(-1, dy.shape[-1])            # (N, C_out)
+    dw = dy2.T @ x2                               # (C_out, C_in)
+    db = dy2.sum(axis=0) if has_bias else None    # (C_out,)
+    return dx, dw, db
