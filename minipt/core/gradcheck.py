@@ -164,7 +164,7 @@ def check_module(module: Module, *inputs, select: Callable | None = None,
     of the float inputs (one array, or a tuple for several) and accumulates into
     ``module.grads``. Integer inputs (token ids) are passed through unchecked.
     """
-    if module.dtype != np.float64:
+    if module.dtype not in (None, np.float64):   # None: a module without parameters
         raise TypeError(f"check_module: module parameters are {module.dtype}; call module.to(np.float64)")
     rewind = _replayer([g for _, g in module.generators()])
     params = module.parameters()
