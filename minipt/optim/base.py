@@ -1,0 +1,56 @@
+"""What every optimiser shares: the (name, parameter, gradient) triples of a module,
+tied parameters once, a learning rate that schedules set, and a state dict of arrays
+keyed by dotted parameter name (saved with checkpoints)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.module import Module
+
+
+class Optimizer:
+    def __init__(self, module: Module, lr: float):
+        if lr <= 0:
+            raise ValueError(f"learning rate must be > 0, got {lr}")
+        self.module, self.lr, self.t = module, float(lr), 0
+        grads = dict(module.named_grads())
+        self.entries = [(name, p, grads[name]) for name, p in module.named_parameters()]
+        self.state: dict[str, dict[str, np.ndarray]] = {}   # slot -> name -> array
+
+    def _slot(self, slot: str) -> dict[str, np.ndarray]:
+        if slot not in self.state:
+            self.state[slot] = {name: np.zeros_like(p) for name, p, _ in self.entries}
+        return self.state[slot]
+
+    def zero_grad(self) -> None:
+        self.module.zero_grad()
+
+    def step(self) -> None:
+        self.t += 1
+        self._update()
+
+    def _update(self) -> None:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        """{"scalars": JSON-able dict, "arrays": {"slot/name": array}}."""
+        arrays = {f"{slot}/{name}": a.copy() for slot, d in self.state.items() for name, a in d.items()}
+        return {"scalars": {"t": self.t, "lr": self.lr, "type": type(self).__name__}, "arrays": arrays}
+
+    def load_state_dict(self, state: dict) -> None:
+        scalars = state["scalars"]
+        if scalars.get("type") != type(self).__name__:
+            raise ValueError(f"optimiser state is for {scalars.get('type')}, not {type(self).__name__}")
+        shapes = {name: p.shape for name, p, _ in self.entries}
+        new: dict[str, dict[str, np.ndarray]] = {}
+        for key, arr in state["arrays"].items():
+            slot, name = key.split("/", 1)
+            if name not in shapes:
+                raise KeyError(f"optimiser state has parameter {name} that the model does not have")
+            if arr.shape != shapes[name]:
+                raise ValueError(f"optimiser state {key}: expected shape {shapes[name]}, got {arr.shape}")
+            new.setdefault(slot, {})[name] = np.array(arr, dtype=self._dtype(name))
+        self.state, self.t, self.lr = new, int(scalars["t"]), float(scalars["lr"])
+
+    def _dtype(self, name: str):
+        return next(p.dtype for n, p, _ in self.entries if n == name)
