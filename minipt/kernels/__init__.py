@@ -13,7 +13,14 @@ import os
 ENABLED = os.environ.get("MINIPT_NUMBA", "1") != "0"
 
 # op-facing name -> "module:function" inside this package
-KERNELS: dict[str, str] = {}
+KERNELS: dict[str, str] = {
+    "embedding_backward": "embedding:embedding_backward",
+    "layer_norm_forward": "layernorm:layer_norm_forward",
+    "layer_norm_backward": "layernorm:layer_norm_backward",
+    "gelu_tanh_forward": "gelu:gelu_tanh_forward",
+    "gelu_tanh_backward": "gelu:gelu_tanh_backward",
+    "softmax_backward": "softmax:softmax_backward",
+}
 
 
 def get(name: str):
