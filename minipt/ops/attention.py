@@ -1,0 +1,103 @@
+"""Scaled dot-product attention (Vaswani et al. 2017), forward and backward.
+
+    S = Q K^T / sqrt(D) + bias,  P = softmax(S masked),  P' = dropout(P),  O = P' V
+
+Masks are boolean "may attend" arrays (True = may attend) of shape (T, S), (B, T, S) or
+(B, 1, T, S); ``causal=True`` adds the left-to-right mask, offset by S - T so a query at
+position i of a KV-cached step sees keys j <= i + (S - T). A row with nothing to attend
+to (all padding) gives a zero output and zero gradients, never NaN.
+
+Backward, line by line from the bottom of the forward:
+    dV = P'^T dO;  dP' = dO V^T;  dP = dP' * dropout mask
+    dS = P * (dP - sum_j dP P)              (softmax backward; masked entries have P = 0)
+    dbias = dS (summed over broadcast axes);  dQ = dS K / sqrt(D);  dK = dS^T Q / sqrt(D)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.checks import check_same_dtype
+from .softmax import softmax_backward
+
+
+def _check(q, k, v, mask, bias):
+    check_same_dtype(q=q, k=k, v=v, bias=bias)
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError(f"q, k, v must be (B, H, T, D); got {q.shape}, {k.shape}, {v.shape}")
+    if k.shape != v.shape:
+        raise ValueError(f"k {k.shape} and v {v.shape} must have the same shape (B, H, S, D)")
+    if q.shape[:2] != k.shape[:2] or q.shape[3] != k.shape[3]:
+        raise ValueError(f"q {q.shape} and k {k.shape} disagree on batch, heads or head size")
+    B, H, T, _ = q.shape
+    S = k.shape[2]
+    if mask is not None:
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+            raise TypeError("mask must be a boolean may-attend array (True = may attend)")
+        want = {2: (T, S), 3: (B, T, S), 4: (B, 1, T, S)}.get(mask.ndim)
+        if want is None or any(m not in (1, w) for m, w in zip(mask.shape, want)) or mask.shape[-1] != S:
+            raise ValueError(f"mask shape {mask.shape} does not fit (T, S) = ({T}, {S}) with batch {B}: "
+                             "expected (T, S), (B, T, S) or (B, 1, T, S) (size-1 axes broadcast)")
+    if bias is not None and bias.shape not in ((H, T, S), (B, H, T, S), (1, H, T, S)):
+        raise ValueError(f"bias shape {bias.shape} does not fit (H, T, S) = ({H}, {T}, {S})")
+
+
+def allowed_mask(T: int, S: int, mask: np.ndarray | None, causal: bool) -> np.ndarray | None:
+    """Combine a may-attend mask and the causal rule into one array broadcastable to
+    (B, H, T, S), or None when everything is allowed."""
+    out = None
+    if mask is not None:
+        out = mask if mask.ndim != 3 else mask[:, None]          # (B, 1, T, S)
+    if causal:
+        tri = np.arange(S)[None, :] <= np.arange(T)[:, None] + (S - T)   # (T, S)
+        out = tri if out is None else (out & tri)
+    return out
+
+
+def attention_forward(q, k, v, mask=None, *, causal=False, bias=None, dropout_p=0.0,
+                      rng=None, training=True, scale=None):
+    """q (B,H,T,D), k, v (B,H,S,D) -> out (B,H,T,D), cache (cache["p"] holds the weights)."""
+    _check(q, k, v, mask, bias)
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    T, S = q.shape[2], k.shape[2]
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
+    s = (q @ k.swapaxes(-1, -2)) * scale                          # (B, H, T, S)
+    if bias is not None:
+        s += bias
+    ok = allowed_mask(T, S, mask, causal)
+    if ok is not None:
+        s = np.where(ok, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)                             # (B, H, T, 1)
+    m = np.where(np.isfinite(m), m, 0.0).astype(s.dtype)          # all-masked rows
+    e = np.exp(s - m)                                             # masked: exp(-inf) = 0
+    denom = e.sum(axis=-1, keepdims=True)
+    p = e / np.where(denom > 0, denom, 1.0).astype(s.dtype)       # (B, H, T, S)
+    drop = None
+    if dropout_p and training:
+        if rng is None:
+            raise ValueError("attention dropout in training mode needs an np.random.Generator")
+        drop = (rng.random(p.shape, dtype=p.dtype) >= dropout_p) * p.dtype.type(1.0 / (1.0 - dropout_p))
+    pd = p if drop is None else p * drop                          # (B, H, T, S)
+    out = pd @ v                                                  # (B, H, T, D)
+    return out, {"q": q, "k": k, "v": v, "p": p, "pd": pd, "drop": drop, "scale": scale,
+                 "bias_shape": None if bias is None else bias.shape}
+
+
+def attention_backward(dout, cache):
+    """dout (B,H,T,D) -> dq (B,H,T,D), dk, dv (B,H,S,D), dbias (bias shape) or None."""
+    q, k, v, p, pd, drop = (cache[n] for n in ("q", "k", "v", "p", "pd", "drop"))
+    dv = pd.swapaxes(-1, -2) @ dout                               # (B, H, S, D)
+    dp = dout @ v.swapaxes(-1, -2)                                # (B, H, T, S)
+    if drop is not None:
+        dp *= drop
+    ds = softmax_backward(dp, p)                                  # (B, H, T, S)
+    dbias = None
+    if cache["bias_shape"] is not None:
+        dbias = ds.sum(axis=0) if len(cache["bias_shape"]) == 3 else \
+            ds.sum(axis=0, keepdims=True) if cache["bias_shape"][0] == 1 and ds.shape[0] > 1 else ds.copy()
+    ds *= cache["scale"]
+    dq = ds @ k                                                   # (B, H, T, D)
+    dk = ds.swapaxes(-1, -2) @ q                                  # (B, H, S, D)
+    return dq, dk, dv, dbias
