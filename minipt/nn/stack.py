@@ -25,8 +25,9 @@ class TransformerStack(Module):
                               block_kwargs.get("eps", 1e-5), block_kwargs.get("dtype", np.float32)) \
             if final_norm else None
 
-    def forward(self, x: np.ndarray, *, layer_masks=None, cache=None, **kwargs) -> np.ndarray:
-        """x (B, T, C) -> (B, T, C). ``layer_masks[i]``, when not None, is layer i's mask
+    def forward(self, x: np.ndarray, memory: np.ndarray | None = None, *, layer_masks=None, cache=None,
+                **kwargs) -> np.ndarray:
+        """x (B, T, C) [, memory (B, S, C) for decoder stacks] -> (B, T, C). ``layer_masks[i]``, when not None, is layer i's mask
         (combined with ``causal``); ``cache`` is a KVCache with one slot per layer."""
         if layer_masks is not None and len(layer_masks) != len(self.blocks):
             raise ValueError(f"layer_masks has {len(layer_masks)} entries for {len(self.blocks)} layers")
@@ -34,6 +35,8 @@ class TransformerStack(Module):
             kw = dict(kwargs)
             if layer_masks is not None and layer_masks[i] is not None:
                 kw["mask"] = layer_masks[i]
+            if self.has_cross:
+                kw["memory"] = memory
             x = block(x, cache=None if cache is None else cache[i], **kw)
         return self.ln_f(x) if self.ln_f is not None else x
 
