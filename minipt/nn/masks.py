@@ -60,13 +60,14 @@ def padding(lengths, T: int, *, queries: bool = False) -> np.ndarray:
     return real[:, None, :]                                                 # (B, 1, T)
 
 
-def banded(T: int, window: int) -> np.ndarray:
+def banded(T: int, window: int, S: int | None = None) -> np.ndarray:
     """Locally banded causal: position i sees i - window < j <= i (GPT-3's sparse layers,
-    after Child et al. 2019)."""
+    after Child et al. 2019). With S > T keys (a KV cache), queries are the last T positions."""
     _positive("T", T)
     _positive("window", window)
-    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-    return (j <= i) & (j > i - window)
+    S = T if S is None else S
+    i, j = np.arange(T)[:, None] + (S - T), np.arange(S)[None, :]
+    return (j <= i) & (j > i - window)                                      # (T, S)
 
 
 def from_matrix(m) -> np.ndarray:

@@ -1,0 +1,1 @@
+"""Model families, one per file, each citing its paper."""
