@@ -20,6 +20,8 @@ KERNELS: dict[str, str] = {
     "gelu_tanh_forward": "gelu:gelu_tanh_forward",
     "gelu_tanh_backward": "gelu:gelu_tanh_backward",
     "softmax_backward": "softmax:softmax_backward",
+    "attention_softmax": "attention:attention_softmax",
+    "attention_softmax_backward": "attention:attention_softmax_backward",
 }
 
 

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from .. import kernels
 from ..core.checks import check_same_dtype
 from .softmax import softmax_backward
 
@@ -63,6 +64,16 @@ def attention_forward(q, k, v, mask=None, *, causal=False, bias=None, dropout_p=
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
     T, S = q.shape[2], k.shape[2]
     scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
+    fused = kernels.get("attention_softmax")
+    if fused and mask is None and bias is None and not (dropout_p and training) and S >= T:
+        p = fused(q @ k.swapaxes(-1, -2), scale, causal)          # (B, H, T, S), Numba softmax
+        return p @ v, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "fused": True}
+    return attention_forward_numpy(q, k, v, mask, causal, bias, dropout_p, rng, training, scale)
+
+
+def attention_forward_numpy(q, k, v, mask, causal, bias, dropout_p, rng, training, scale):
+    """The NumPy twin: stacked matmuls, a masked max-subtracted softmax, dropout."""
+    T, S = q.shape[2], k.shape[2]
     s = (q @ k.swapaxes(-1, -2)) * scale                          # (B, H, T, S)
     if bias is not None:
         s += bias
@@ -87,6 +98,17 @@ def attention_forward(q, k, v, mask=None, *, causal=False, bias=None, dropout_p=
 
 def attention_backward(dout, cache):
     """dout (B,H,T,D) -> dq (B,H,T,D), dk, dv (B,H,S,D), dbias (bias shape) or None."""
+    if cache.get("fused"):
+        q, k, v, p = cache["q"], cache["k"], cache["v"], cache["p"]
+        dv = p.swapaxes(-1, -2) @ dout                            # (B, H, S, D)
+        ds = kernels.get("attention_softmax_backward")(dout @ v.swapaxes(-1, -2), p, cache["scale"],
+                                                       cache["causal"])   # (B, H, T, S), scaled
+        return ds @ k, ds.swapaxes(-1, -2) @ q, dv, None
+    return attention_backward_numpy(dout, cache)
+
+
+def attention_backward_numpy(dout, cache):
+    """The NumPy twin of the backward."""
     q, k, v, p, pd, drop = (cache[n] for n in ("q", "k", "v", "p", "pd", "drop"))
     dv = pd.swapaxes(-1, -2) @ dout                               # (B, H, S, D)
     dp = dout @ v.swapaxes(-1, -2)                                # (B, H, T, S)
