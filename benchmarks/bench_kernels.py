@@ -82,10 +82,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-torch", action="store_true",
+                    help="skip torch (its OpenMP threads keep spinning and slow the other columns)")
     args = ap.parse_args()
     if not kernels.ENABLED:
         sys.exit("MINIPT_NUMBA=0 is set: nothing to compare")
-    torch = try_torch()
+    torch = None if args.no_torch else try_torch()
     print(f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}; float32, "
           f"median of {args.repeat}; ms")
     print(f"{'case':<34} {'twin':>8} {'kernel':>8} {'speed-up':>9} {'torch':>8} {'vs torch':>9}")

@@ -12,6 +12,16 @@ import os
 
 ENABLED = os.environ.get("MINIPT_NUMBA", "1") != "0"
 
+if ENABLED and "NUMBA_THREADING_LAYER" not in os.environ:
+    # Numba's default OpenMP layer keeps its threads spinning after each parallel loop;
+    # on 2 cores they then fight OpenBLAS's threads between every matmul and kernel, and
+    # a Transformer block ran 2x slower than with the NumPy twins. The workqueue layer
+    # sleeps between loops (measured in benchmarks/bench_block.py). Set
+    # NUMBA_THREADING_LAYER yourself to choose another.
+    import numba
+
+    numba.config.THREADING_LAYER = "workqueue"
+
 # op-facing name -> "module:function" inside this package
 KERNELS: dict[str, str] = {
     "embedding_backward": "embedding:embedding_backward",
@@ -23,6 +33,22 @@ KERNELS: dict[str, str] = {
     "attention_softmax": "attention:attention_softmax",
     "attention_softmax_backward": "attention:attention_softmax_backward",
 }
+
+
+# Below this many elements a kernel runs on one thread: waking a thread pool costs more
+# than it saves on small arrays (measured in benchmarks/bench_kernels.py).
+PARALLEL_MIN = 1 << 17
+
+
+def serial_and_parallel(py_func):
+    """Compile one loop function twice: serial, and with ``prange`` spread over threads."""
+    import numba
+
+    return numba.njit(cache=True)(py_func), numba.njit(cache=True, parallel=True)(py_func)
+
+
+def by_size(serial, parallel, size: int):
+    return parallel if size >= PARALLEL_MIN else serial
 
 
 def get(name: str):

@@ -9,10 +9,10 @@ masked half costs nothing; its entries are written as exact zeros. The NumPy op
 import numba
 import numpy as np
 
+from . import by_size, serial_and_parallel
 
-@numba.njit(cache=True, parallel=True)
-def attention_softmax(s, scale, causal):
-    """s (B,H,T,S) raw scores QK^T, overwritten in place with P = softmax(scale * s)."""
+
+def _forward(s, scale, causal):
     B, H, T, S = s.shape
     sc = s.dtype.type(scale)
     zero = s.dtype.type(0.0)
@@ -38,9 +38,7 @@ def attention_softmax(s, scale, causal):
     return s
 
 
-@numba.njit(cache=True, parallel=True)
-def attention_softmax_backward(dp, p, scale, causal):
-    """dp (B,H,T,S) = dO V^T, overwritten in place with dS = scale * P (dP - sum(dP P))."""
+def _backward(dp, p, scale, causal):
     B, H, T, S = p.shape
     sc = p.dtype.type(scale)
     zero = p.dtype.type(0.0)
@@ -56,3 +54,17 @@ def attention_softmax_backward(dp, p, scale, causal):
         for j in range(last + 1, S):
             g[j] = zero
     return dp
+
+
+_forward_s, _forward_p = serial_and_parallel(_forward)
+_backward_s, _backward_p = serial_and_parallel(_backward)
+
+
+def attention_softmax(s, scale, causal):
+    """s (B,H,T,S) raw scores QK^T, overwritten in place with P = softmax(scale * s)."""
+    return by_size(_forward_s, _forward_p, s.size)(s, scale, causal)
+
+
+def attention_softmax_backward(dp, p, scale, causal):
+    """dp (B,H,T,S) = dO V^T, overwritten in place with dS = scale * P (dP - sum(dP P))."""
+    return by_size(_backward_s, _backward_p, p.size)(dp, p, scale, causal)

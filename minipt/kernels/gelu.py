@@ -10,13 +10,13 @@ import math
 import numba
 import numpy as np
 
+from . import by_size, serial_and_parallel
+
 _K2 = 2.0 * math.sqrt(2.0 / math.pi)
 _A = 0.044715
 
 
-@numba.njit(cache=True, parallel=True)
-def gelu_tanh_forward(x):
-    """x (N,) -> y (N,)."""
+def _forward(x):
     y = np.empty_like(x)
     one, k2, a = x.dtype.type(1.0), x.dtype.type(_K2), x.dtype.type(_A)
     for i in numba.prange(x.shape[0]):
@@ -25,9 +25,7 @@ def gelu_tanh_forward(x):
     return y
 
 
-@numba.njit(cache=True, parallel=True)
-def gelu_tanh_backward(dy, x):
-    """dy, x (N,) -> dx (N,):  d/dx [x s(w)] = s + x s (1 - s) w'(x)."""
+def _backward(dy, x):
     dx = np.empty_like(x)
     one, k2, a, a3 = x.dtype.type(1.0), x.dtype.type(_K2), x.dtype.type(_A), x.dtype.type(3.0 * _A)
     for i in numba.prange(x.shape[0]):
@@ -35,3 +33,17 @@ def gelu_tanh_backward(dy, x):
         s = one / (one + np.exp(-k2 * (v + a * v * v * v)))
         dx[i] = dy[i] * (s + v * s * (one - s) * k2 * (one + a3 * v * v))
     return dx
+
+
+_forward_s, _forward_p = serial_and_parallel(_forward)
+_backward_s, _backward_p = serial_and_parallel(_backward)
+
+
+def gelu_tanh_forward(x):
+    """x (N,) -> y (N,)."""
+    return by_size(_forward_s, _forward_p, x.size)(x)
+
+
+def gelu_tanh_backward(dy, x):
+    """dy, x (N,) -> dx (N,):  d/dx [x s(w)] = s + x s (1 - s) w'(x)."""
+    return by_size(_backward_s, _backward_p, x.size)(dy, x)

@@ -3,9 +3,10 @@ Row statistics accumulate in float64 whatever the input dtype; outputs keep it."
 import numba
 import numpy as np
 
+from . import by_size, serial_and_parallel
 
-@numba.njit(cache=True, parallel=True)
-def layer_norm_forward(x, g, b, eps):
+
+def _forward(x, g, b, eps):
     """x (N, C), g (C,), b (C,) -> y (N, C), mean (N,), rstd (N,)."""
     N, C = x.shape
     y = np.empty_like(x)
@@ -28,8 +29,7 @@ def layer_norm_forward(x, g, b, eps):
     return y, mean, rstd
 
 
-@numba.njit(cache=True, parallel=True)
-def _layer_norm_dx(dy, x, mean, rstd, g, dx):
+def _dx(dy, x, mean, rstd, g, dx):
     N, C = x.shape
     for n in numba.prange(N):
         m, r = mean[n], rstd[n]
@@ -56,10 +56,19 @@ def _layer_norm_dgdb(dy, x, mean, rstd, dg, db):
             db[c] += dy[n, c]
 
 
+_forward_s, _forward_p = serial_and_parallel(_forward)
+_dx_s, _dx_p = serial_and_parallel(_dx)
+
+
+def layer_norm_forward(x, g, b, eps):
+    """x (N, C), g (C,), b (C,) -> y (N, C), mean (N,), rstd (N,)."""
+    return by_size(_forward_s, _forward_p, x.size)(x, g, b, eps)
+
+
 def layer_norm_backward(dy, x, mean, rstd, g):
     """dy, x (N, C), mean, rstd (N,), g (C,) -> dx (N, C), dg (C,), db (C,)."""
     dx = np.empty_like(x)
-    _layer_norm_dx(dy, x, mean, rstd, g, dx)
+    by_size(_dx_s, _dx_p, x.size)(dy, x, mean, rstd, g, dx)
     dg = np.zeros(x.shape[1], dtype=np.float64)
     db = np.zeros(x.shape[1], dtype=np.float64)
     _layer_norm_dgdb(dy, x, mean, rstd, dg, db)

@@ -2,10 +2,10 @@
 import numba
 import numpy as np
 
+from . import by_size, serial_and_parallel
 
-@numba.njit(cache=True, parallel=True)
-def softmax_backward(dy, y):
-    """dy, y (N, K) -> dx (N, K)."""
+
+def _backward(dy, y):
     N, K = y.shape
     dx = np.empty_like(y)
     for n in numba.prange(N):
@@ -15,3 +15,11 @@ def softmax_backward(dy, y):
         for k in range(K):
             dx[n, k] = y[n, k] * (dy[n, k] - s)
     return dx
+
+
+_backward_s, _backward_p = serial_and_parallel(_backward)
+
+
+def softmax_backward(dy, y):
+    """dy, y (N, K) -> dx (N, K)."""
+    return by_size(_backward_s, _backward_p, y.size)(dy, y)
