@@ -1,4 +1,4 @@
-"""Command line: ``minipt gradcheck`` (and later ``train``, ``sample``, ``bench``)."""
+"""Command line: ``minipt train gpt``, ``minipt sample``, ``minipt gradcheck``."""
 from __future__ import annotations
 
 import argparse
@@ -32,14 +32,67 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from .recipes import train_gpt
+
+    report = train_gpt(args.preset, corpus=args.corpus, family=args.family, steps=args.steps,
+                       out_dir=args.out, seed=args.seed, resume=args.resume)
+    oracle = report["oracle_loss"]
+    print(f"\nvalidation loss {report['val_loss']:.4f} nats/char after {report['steps']} steps "
+          f"({report['seconds']:.0f}s)" + (f"; the toy language's own entropy is {oracle:.4f} "
+                                           f"(gap {report['val_loss'] - oracle:+.4f})" if oracle else ""))
+    print(f"sample: {report['sample']!r}")
+    print(f"checkpoint {report['checkpoint']}, plot {report['plot']}, report {args.out}/report.json")
+    if report["interrupted"]:
+        print(f"interrupted: continue with `minipt train gpt --out {args.out} --resume`")
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .generate import SamplingConfig, generate
+    from .recipes import load_trained
+
+    model, tok, _ = load_trained(args.checkpoint)
+    prompt = tok.encode_array(args.prompt)
+    new = generate(model, prompt, SamplingConfig(args.max_new_tokens, args.temperature, args.top_k, args.top_p),
+                   np.random.default_rng(args.seed))
+    print(args.prompt + tok.decode(new))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minipt", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("gradcheck", help="check every op's and module's backward against central differences")
     p.add_argument("--only", default="", help="run only cases whose name contains this text")
     p.set_defaults(func=cmd_gradcheck)
+    p = sub.add_parser("train", help="train a model (the main job: `minipt train gpt`)")
+    p.add_argument("model", choices=["gpt"], help="what to train")
+    p.add_argument("--preset", default="toy", help="toy (default) or shakespeare-char")
+    p.add_argument("--family", default=None, help="gpt1, gpt2 (default), gpt3 or llama")
+    p.add_argument("--corpus", default=None, help="train on this UTF-8 text file instead")
+    p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    p.add_argument("--out", default="runs/gpt", help="folder for checkpoint, metrics, plot, report")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.set_defaults(func=cmd_train)
+    p = sub.add_parser("sample", help="continue a prompt with a trained model")
+    p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run")
+    p.add_argument("--prompt", default="the ")
+    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--temperature", type=float, default=0.8)
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_sample)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, IndexError, KeyError, FileNotFoundError, ImportError, FloatingPointError) as e:
+        print(f"minipt {args.command}: error: {e}", file=sys.stderr)   # bad input: a message, no traceback
+        return 2
 
 
 if __name__ == "__main__":

@@ -158,7 +158,7 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
     bar = None
     if config.progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=config.steps, initial=step, desc="train", unit="step", dynamic_ncols=True)
+        bar = tqdm(total=config.steps, initial=step, desc="train", unit="step", dynamic_ncols=True, mininterval=0.5)
     model.train()
     start = time.perf_counter()
     interrupted = False

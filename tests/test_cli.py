@@ -1,0 +1,36 @@
+"""The command line: the main job end to end (short), sampling, clean errors."""
+import json
+
+import pytest
+
+from minipt.cli import main
+from minipt.data.text import load_text
+
+
+@pytest.mark.slow
+def test_train_gpt_then_sample(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "gpt", "--steps", "30", "--out", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["steps"] == 30 and report["val_loss"] < 3.0 and 0.3 < report["oracle_loss"] < 0.6
+    assert (out / "loss.png").exists() and (out / "metrics.jsonl").exists()
+    assert "the toy language's own entropy" in capsys.readouterr().out
+    assert main(["sample", "--checkpoint", str(out), "--prompt", "the ", "--max-new-tokens", "10",
+                 "--temperature", "0"]) == 0
+
+
+def test_errors_are_messages_not_tracebacks(tmp_path, capsys):
+    assert main(["sample", "--checkpoint", str(tmp_path / "none")]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
+    (tmp_path / "empty.txt").write_text("  \n")
+    assert main(["train", "gpt", "--corpus", str(tmp_path / "empty.txt"), "--out", str(tmp_path / "r")]) == 2
+    assert "is empty" in capsys.readouterr().err
+
+
+def test_load_text_errors(tmp_path):
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(ValueError, match="byte 3"):
+        load_text(bad)
+    with pytest.raises(FileNotFoundError):
+        load_text(tmp_path / "missing.txt")
