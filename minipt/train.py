@@ -54,8 +54,10 @@ class TrainConfig:
             raise ValueError(f"accum_steps must be >= 1, got {self.accum_steps}")
         if not 0 <= self.warmup <= self.steps:
             raise ValueError(f"warmup must be in [0, steps={self.steps}], got {self.warmup}")
-        if self.lr <= 0:
+        if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not 0 <= self.min_lr <= self.lr:
+            raise ValueError(f"min_lr must be in [0, lr={self.lr}], got {self.min_lr}")
 
 
 @dataclass

@@ -1,9 +1,23 @@
 """Adam (Kingma & Ba 2015) and AdamW (Loshchilov & Hutter 2019).
 
-m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  mhat = m / (1 - b1^t);  vhat = v / (1 - b2^t)
-Adam:  p -= lr mhat / (sqrt(vhat) + eps)          (weight decay, if any, added to g: L2)
-AdamW: p -= lr (mhat / (sqrt(vhat) + eps) + wd p)  (decoupled decay; GPT-1 used 0.01)
-AdamW leaves biases, norm gains (ndim < 2) and embeddings undecayed by default.
+Per parameter, with the gradient g at step t = 1, 2, ...:
+
+    m = b1 m + (1 - b1) g              v = b2 v + (1 - b2) g^2
+    mhat = m / (1 - b1^t)              vhat = v / (1 - b2^t)     (bias correction, Adam sec. 3)
+    Adam:  g += wd p  first (L2 penalty through the gradient, so it is rescaled by 1/sqrt(vhat))
+           p -= lr mhat / (sqrt(vhat) + eps)
+    AdamW: p -= lr wd p                (decoupled decay, Loshchilov & Hutter algorithm 2, with
+                                        their schedule multiplier folded into lr as is usual)
+           p -= lr mhat / (sqrt(vhat) + eps)
+
+Weight decay applies only to the names ``decay_names()`` returns. By default biases and
+norm gains (ndim < 2) and embedding tables are left alone (as for GPT and BERT); pass
+``no_decay(name, array) -> bool`` to choose otherwise. An embedding is a module whose
+class is named ``Embedding`` or that sets ``no_weight_decay = True``; a parameter tied to
+an embedding (GPT's output layer) is therefore not decayed either.
+
+The moments m and v are kept in the parameter's dtype and every scalar is a Python
+float, so float32 training stays float32 (NEP 50).
 """
 from __future__ import annotations
 
@@ -15,57 +29,77 @@ import numpy as np
 from ..core.module import Module
 from .base import Optimizer
 
+NoDecay = Callable[[str, np.ndarray], bool]
+
+
+def is_embedding(module: Module) -> bool:
+    """True for an embedding table: class name ``Embedding`` or the ``no_weight_decay`` marker."""
+    return type(module).__name__ == "Embedding" or bool(getattr(module, "no_weight_decay", False))
+
 
 def default_no_decay(module: Module) -> set[str]:
-    """Names of biases, norm gains (ndim < 2) and embedding tables."""
-    names = {name for name, p in module.named_parameters() if p.ndim < 2}
-    for mod_name, mod in module.named_modules():
-        if getattr(mod, "no_weight_decay", False):
-            ids = {id(p) for p in mod.params.values()}
-            names |= {n for n, p in module.named_parameters() if id(p) in ids}
-    return names
+    """Dotted names of biases, norm gains (ndim < 2) and embedding tables."""
+    embedded: set[int] = set()
+    for _, mod in module.named_modules():
+        if is_embedding(mod):
+            embedded |= {id(p) for p in mod.params.values()}
+    return {name for name, p in module.named_parameters() if p.ndim < 2 or id(p) in embedded}
 
 
 class Adam(Optimizer):
     decoupled = False
 
     def __init__(self, module: Module, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0,
-                 no_decay: Callable[[str, np.ndarray], bool] | None = None):
+                 eps: float = 1e-8, weight_decay: float = 0.0, no_decay: NoDecay | None = None):
         super().__init__(module, lr)
         b1, b2 = betas
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
-            raise ValueError(f"betas must be in [0, 1), got {betas}")
+            raise ValueError(f"betas must be in [0, 1), got {tuple(betas)}")
+        if not eps > 0.0:
+            raise ValueError(f"eps must be > 0, got {eps}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
         self.b1, self.b2, self.eps, self.weight_decay = float(b1), float(b2), float(eps), float(weight_decay)
-        skip = default_no_decay(module) if no_decay is None else \
-            {n for n, p, _ in self.entries if no_decay(n, p)}
-        self._decay = {n: (n not in skip if self.decoupled else True) for n, _, _ in self.entries}
+        if no_decay is None:
+            skip = default_no_decay(module)
+        else:
+            skip = {name for name, p, _ in self.entries if no_decay(name, p)}
+        self._decays = {name: name not in skip for name, _, _ in self.entries}
 
     def decay_names(self) -> list[str]:
-        return [n for n, _, _ in self.entries if self._decay[n] and self.weight_decay]
+        """Dotted names that weight decay touches, in parameter order ([] when it is 0)."""
+        if not self.weight_decay:
+            return []
+        return [name for name, _, _ in self.entries if self._decays[name]]
 
     def _update(self) -> None:
         m_all, v_all = self._slot("m"), self._slot("v")
-        b1, b2, t = self.b1, self.b2, self.t
-        step = self.lr / (1.0 - b1 ** t)            # folds mhat's correction into lr
-        root_c2 = math.sqrt(1.0 - b2 ** t)
+        lr, b1, b2, eps, t = float(self.lr), self.b1, self.b2, self.eps, self.t
+        step = lr / (1.0 - b1 ** t)                # lr / (1 - b1^t): mhat's correction
+        root_c2 = math.sqrt(1.0 - b2 ** t)         # sqrt(vhat) = sqrt(v) / root_c2
         for name, p, g in self.entries:
             m, v = m_all[name], v_all[name]
-            if self.weight_decay and not self.decoupled:
-                g = g + self.weight_decay * p
+            wd = self.weight_decay if self._decays[name] else 0.0
+            if wd and not self.decoupled:
+                g = g + wd * p                     # L2: the penalty's gradient
             m *= b1
             m += (1.0 - b1) * g
             v *= b2
             v += (1.0 - b2) * (g * g)
-            if self.decoupled and self._decay[name] and self.weight_decay:
-                p -= (self.lr * self.weight_decay) * p
-            p -= step * m / (np.sqrt(v) / root_c2 + self.eps)
+            if wd and self.decoupled:
+                p -= (lr * wd) * p                 # decoupled decay uses the old p
+            denom = np.sqrt(v)
+            denom /= root_c2
+            denom += eps                           # sqrt(vhat) + eps
+            update = step * m
+            update /= denom                        # lr mhat / (sqrt(vhat) + eps)
+            p -= update                            # in place: others hold p
 
 
 class AdamW(Adam):
+    """Adam with decoupled weight decay; GPT-1 used weight_decay=0.01 (the default here)."""
     decoupled = True
 
     def __init__(self, module: Module, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.01,
-                 no_decay: Callable[[str, np.ndarray], bool] | None = None):
+                 eps: float = 1e-8, weight_decay: float = 0.01, no_decay: NoDecay | None = None):
         super().__init__(module, lr, betas, eps, weight_decay, no_decay)

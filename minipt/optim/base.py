@@ -10,7 +10,7 @@ from ..core.module import Module
 
 class Optimizer:
     def __init__(self, module: Module, lr: float):
-        if lr <= 0:
+        if not lr > 0:                 # also refuses NaN
             raise ValueError(f"learning rate must be > 0, got {lr}")
         self.module, self.lr, self.t = module, float(lr), 0
         grads = dict(module.named_grads())
@@ -42,6 +42,7 @@ class Optimizer:
         if scalars.get("type") != type(self).__name__:
             raise ValueError(f"optimiser state is for {scalars.get('type')}, not {type(self).__name__}")
         shapes = {name: p.shape for name, p, _ in self.entries}
+        dtypes = {name: p.dtype for name, p, _ in self.entries}
         new: dict[str, dict[str, np.ndarray]] = {}
         for key, arr in state["arrays"].items():
             slot, name = key.split("/", 1)
@@ -49,8 +50,9 @@ class Optimizer:
                 raise KeyError(f"optimiser state has parameter {name} that the model does not have")
             if arr.shape != shapes[name]:
                 raise ValueError(f"optimiser state {key}: expected shape {shapes[name]}, got {arr.shape}")
-            new.setdefault(slot, {})[name] = np.array(arr, dtype=self._dtype(name))
+            new.setdefault(slot, {})[name] = np.array(arr, dtype=dtypes[name])
+        for slot, arrays in new.items():
+            missing = [name for name in shapes if name not in arrays]
+            if missing:
+                raise KeyError(f"optimiser state slot {slot!r} lacks parameter {missing[0]}")
         self.state, self.t, self.lr = new, int(scalars["t"]), float(scalars["lr"])
-
-    def _dtype(self, name: str):
-        return next(p.dtype for n, p, _ in self.entries if n == name)
