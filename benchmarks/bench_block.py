@@ -1,14 +1,21 @@
 """One pre-LN GPT-2 block (GELU tanh, causal), forward + backward, float32: minipt with
-its Numba kernels, minipt with the NumPy twins only, and the same block in torch eager
-(if installed), in one run. Then a per-op profile of one minipt step.
+its Numba kernels vs the same block on the NumPy twins only (kernels switched off in
+process, as MINIPT_NUMBA=0 would) vs an equivalent torch block (eager, 2 threads).
 
-    python benchmarks/bench_block.py [--repeat 7] [--numba-threads N]
+    python benchmarks/bench_block.py [--repeat 5] [--sizes S,M,L] [--no-tune] [--no-profile]
 
-Ratios > 1 mean minipt is faster.
+Sizes (B, T, C, H): S (16, 64, 64, 4), M (16, 128, 128, 4), L (8, 256, 192, 6), d_ff 4C.
+Ratios > 1 mean minipt is faster. BLAS threads (threadpoolctl) and Numba threads are
+tuned per size unless --no-tune; the per-op table splits one minipt step into BLAS
+(the Linear layers), attention (the op, and the head split/merge around it) and
+elementwise work (LayerNorm, GELU, residual adds), so the next speed-up is visible.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -20,106 +27,253 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import median_ms, try_torch  # noqa: E402
 
 from minipt import kernels  # noqa: E402
+from minipt.nn import attention as mha_module  # noqa: E402
 from minipt.nn.block import TransformerBlock  # noqa: E402
 
 SIZES = {"S": (16, 64, 64, 4), "M": (16, 128, 128, 4), "L": (8, 256, 192, 6)}   # B, T, C, H
 
 
-def torch_block(torch, C, H):
-    nn = torch.nn
+def make_block(C: int, H: int) -> TransformerBlock:
+    return TransformerBlock(C, H, 4 * C, rng=np.random.default_rng(0), activation="gelu_tanh",
+                            out_std=0.02 / math.sqrt(2 * 4))
+
+
+def minipt_step(block, x, dy):
+    def step():
+        block.zero_grad()
+        block(x, causal=True)
+        block.backward(dy)
+    return step
+
+
+class kernels_off:
+    """Run the NumPy twins: the ops ask ``kernels.get`` at call time, so flipping
+    ``kernels.ENABLED`` in process is what MINIPT_NUMBA=0 does at import."""
+
+    def __enter__(self):
+        self.was, kernels.ENABLED = kernels.ENABLED, False
+
+    def __exit__(self, *exc):
+        kernels.ENABLED = self.was
+
+
+def torch_block(torch, block, C, H):
+    """The same block in torch, with minipt's weights copied in."""
+    nn, F = torch.nn, torch.nn.functional
 
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
             self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
-            self.c_attn, self.c_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
-            self.fc, self.proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+            self.c_attn, self.attn_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+            self.c_fc, self.mlp_proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
 
         def forward(self, x):
             B, T, _ = x.shape
             q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-            q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))
-            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.c_proj(y.transpose(1, 2).reshape(B, T, C))
-            return x + self.proj(nn.functional.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
-    return Block()
+            heads = lambda t: t.view(B, T, H, C // H).transpose(1, 2)            # (B, H, T, D)
+            o = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+            x = x + self.attn_proj(o.transpose(1, 2).reshape(B, T, C))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    tb = Block()
+    pairs = {"ln_1": block.ln_1, "ln_2": block.ln_2, "c_attn": block.attn.c_attn, "attn_proj": block.attn.c_proj,
+             "c_fc": block.mlp.c_fc, "mlp_proj": block.mlp.c_proj}
+    with torch.no_grad():
+        for name, mod in pairs.items():
+            getattr(tb, name).weight.copy_(torch.from_numpy(mod.params["weight"]))
+            getattr(tb, name).bias.copy_(torch.from_numpy(mod.params["bias"]))
+    return tb
 
 
-def profile(block, x, dy):
-    """Wall time per op kind in one forward+backward, by wrapping the ops' entry points."""
-    import minipt.nn.attention as att
-    import minipt.nn.feedforward as ff
-    import minipt.nn.linear as lin
-    import minipt.nn.norms as norms
-    spent = defaultdict(float)
-    patched = []
+def torch_step(torch, tb, x, dy):
+    tx, tdy = torch.from_numpy(x.copy()).requires_grad_(True), torch.from_numpy(dy)
 
-    def wrap(mod, name, kind):
-        fn = getattr(mod, name)
+    def step():
+        tb.zero_grad(set_to_none=True)
+        tx.grad = None
+        tb(tx).backward(tdy)
+    return step, tx
 
-        def timed(*a, **k):
+
+# -- thread tuning -----------------------------------------------------------------
+def set_threads(blas: int, nb: int):
+    import numba
+    from threadpoolctl import threadpool_limits
+    numba.set_num_threads(nb)
+    return threadpool_limits(limits=blas, user_api="blas")
+
+
+def tune(fn, repeat: int, numba_too: bool = True):
+    """Median ms for each (BLAS threads, Numba threads); returns the best setting and the grid."""
+    import numba
+    most = numba.config.NUMBA_NUM_THREADS
+    grid = {}
+    for blas, nb in itertools.product((1, most), (1, most) if numba_too else (most,)):
+        with set_threads(blas, nb):
+            grid[(blas, nb)] = median_ms(fn, repeat)
+    numba.set_num_threads(most)
+    return min(grid, key=grid.get), grid
+
+
+# -- per-op profile ----------------------------------------------------------------
+class Profiler:
+    """Wraps methods with timers; nested calls give inclusive and exclusive times."""
+
+    def __init__(self):
+        self.incl, self.child, self.stack = defaultdict(float), defaultdict(float), []
+
+    def wrap(self, key, fn):
+        def timed(*args, **kwargs):
+            self.stack.append(key)
             t0 = time.perf_counter()
-            out = fn(*a, **k)
-            spent[kind] += time.perf_counter() - t0
-            return out
-        setattr(mod, name, timed)
-        patched.append((mod, name, fn))
-    wrap(lin, "linear_forward", "matmul (linear)"), wrap(lin, "linear_backward", "matmul (linear)")
-    wrap(att, "attention_forward", "attention"), wrap(att, "attention_backward", "attention")
-    wrap(norms, "layer_norm_forward", "layernorm"), wrap(norms, "layer_norm_backward", "layernorm")
-    wrap(ff, "activation_pair", "gelu")  # construction only; gelu is timed below
-    t0 = time.perf_counter()
-    block(x, causal=True)
-    block.backward(dy)
-    total = time.perf_counter() - t0
-    for mod, name, fn in patched:
-        setattr(mod, name, fn)
-    spent.pop("gelu", None)
-    spent["other (gelu, residuals, reshapes)"] = total - sum(spent.values())
-    return total, spent
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                dt = time.perf_counter() - t0
+                self.stack.pop()
+                self.incl[key] += dt
+                if self.stack:
+                    self.child[self.stack[-1]] += dt
+        return timed
+
+    def exclusive(self, key):
+        return self.incl[key] - self.child[key]
+
+
+def profile(block, x, dy, steps: int = 5):
+    """Exclusive ms per (part, fwd|bwd) of one step, averaged over ``steps``."""
+    prof = Profiler()
+    saved = [(mha_module, "attention_forward"), (mha_module, "attention_backward")]
+    originals = [getattr(m, n) for m, n in saved]
+    for (m, n), f in zip(saved, originals):
+        setattr(m, n, prof.wrap(("attention op", "fwd" if n.endswith("forward") else "bwd"), f))
+    for name, mod in block.named_modules():
+        for which in ("forward", "backward"):
+            setattr(mod, which, prof.wrap((name or "block", which[0] + "wd"), getattr(mod, which)))
+    step = minipt_step(block, x, dy)
+    step()
+    prof.incl.clear()
+    prof.child.clear()
+    for _ in range(steps):
+        step()
+    for (m, n), f in zip(saved, originals):
+        setattr(m, n, f)
+    for _, mod in block.named_modules():
+        vars(mod).pop("forward", None)
+        vars(mod).pop("backward", None)
+    return {key: prof.exclusive(key) / steps * 1e3 for key in prof.incl}
+
+
+KIND = {"attn.c_attn": "BLAS", "attn.c_proj": "BLAS", "mlp.c_fc": "BLAS", "mlp.c_proj": "BLAS",
+        "attention op": "attention", "attn": "attention", "ln_1": "elementwise", "ln_2": "elementwise",
+        "mlp": "elementwise", "block": "elementwise", "drop_1": "elementwise", "mlp.dropout": "elementwise"}
+WHAT = {"attn": "head split/merge, reshapes", "mlp": "GELU tanh", "block": "residual adds",
+        "attention op": "QK^T, softmax, PV (+ bwd)", "ln_1": "LayerNorm", "ln_2": "LayerNorm"}
+
+
+def print_profile(name, times, flops_linear):
+    both = lambda k: (times.get((k, "fwd"), 0.0), times.get((k, "bwd"), 0.0))
+    parts = sorted({k for k, _ in times}, key=lambda k: -sum(both(k)))
+    total = sum(times.values())
+    print(f"\nper-op profile of one minipt step, size {name} (exclusive ms, mean of 5 steps)")
+    print(f"  {'part':<14} {'kind':<12} {'fwd':>7} {'bwd':>7} {'share':>6}  what")
+    by_kind = defaultdict(float)
+    for k in parts:
+        f, b = both(k)
+        kind = KIND.get(k, "elementwise")
+        by_kind[kind] += f + b
+        if f + b < 0.005 * total:
+            continue
+        what = WHAT.get(k, "linear (GEMM + bias)" if kind == "BLAS" else "")
+        print(f"  {k:<14} {kind:<12} {f:7.2f} {b:7.2f} {100 * (f + b) / total:5.1f}%  {what}")
+    print("  " + ", ".join(f"{kind} {ms:.2f} ms ({100 * ms / total:.0f}%)" for kind, ms in
+                           sorted(by_kind.items(), key=lambda kv: -kv[1])) + f"; total {total:.2f} ms")
+    print(f"  BLAS rate: {flops_linear / by_kind['BLAS'] / 1e6:.0f} GFLOP/s on the Linear layers")
+
+
+def interleaved(contenders: dict, repeat: int, burst: int = 3) -> dict:
+    """Median ms of each contender, timed in alternating rounds so a burst of load from
+    elsewhere on a shared machine hits all of them alike. A contender is (threads, fn)
+    with threads (BLAS, Numba) or None. In each round a contender runs one untimed call
+    (its thread pools wake up; the previous contender's spin down) and ``burst`` timed
+    calls back to back, as in a training loop."""
+    times = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, (threads, fn) in contenders.items():
+            limiter = set_threads(*threads) if threads else None
+            fn()
+            for _ in range(burst):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append((time.perf_counter() - t0) * 1e3)
+            if limiter:
+                limiter.restore_original_limits()
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+class Twin:
+    """A step run with the Numba kernels switched off."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def __call__(self):
+        with kernels_off():
+            self.step()
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--numba-threads", type=int, default=0, help="0: leave Numba's default")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=5, help="rounds of the final comparison (3 timed calls each)")
+    ap.add_argument("--sizes", default="S,M,L")
+    ap.add_argument("--no-tune", action="store_true", help="keep the default thread counts")
+    ap.add_argument("--no-profile", action="store_true")
     args = ap.parse_args()
-    if args.numba_threads:
-        import numba
-        numba.set_num_threads(args.numba_threads)
-    torch = try_torch()
-    print(f"torch {torch.__version__ if torch else 'not installed'}; float32, fwd+bwd of one block, "
-          f"median of {args.repeat}")
-    print(f"{'size':<5} {'B,T,C,H':<18} {'twins ms':>9} {'minipt ms':>10} {'vs twins':>9} {'torch ms':>9} {'vs torch':>9}")
-    last = None
-    for name, (B, T, C, H) in SIZES.items():
-        block = TransformerBlock(C, H, 4 * C, rng=np.random.default_rng(0))
+    torch = try_torch(2)
+    print(f"torch {torch.__version__ if torch else 'not installed'}; one pre-LN GPT-2 block, float32, causal, "
+          f"fwd+bwd; median of {3 * args.repeat} calls in {args.repeat} interleaved rounds; ratios > 1: minipt faster")
+    rows, profiles = [], []
+    for name in args.sizes.split(","):
+        B, T, C, H = SIZES[name]
         r = np.random.default_rng(1)
         x, dy = (r.standard_normal((B, T, C)).astype(np.float32) for _ in range(2))
-
-        def step():
-            block(x, causal=True)
-            block.backward(dy)
-        t_mp = median_ms(step, args.repeat)
-        kernels.ENABLED = False
-        t_tw = median_ms(step, args.repeat)
-        kernels.ENABLED = True
-        cols = f"{'-':>9} {'-':>9}"
+        block = make_block(C, H)
+        step, twin = minipt_step(block, x, dy), Twin(minipt_step(block, x, dy))
+        best = best_twin = grid = None
+        if not args.no_tune:                      # short grids; the comparison below is interleaved
+            best, grid = tune(step, 3)
+            best_twin, _ = tune(twin, 3, numba_too=False)
+        contenders = {"minipt": (best, step), "numpy": (best_twin, twin)}
+        check = ""
         if torch:
-            tb = torch_block(torch, C, H)
-            tx, tg = torch.from_numpy(x).requires_grad_(True), torch.from_numpy(dy)
-
-            def ref():
-                tb(tx).backward(tg)
-            t_t = median_ms(ref, args.repeat)
-            cols = f"{t_t:9.2f} {t_t / t_mp:8.2f}x"
-        print(f"{name:<5} {str((B, T, C, H)):<18} {t_tw:9.2f} {t_mp:10.2f} {t_tw / t_mp:8.2f}x {cols}")
-        last = (name, block, x, dy)
-    name, block, x, dy = last
-    total, spent = profile(block, x, dy)
-    print(f"\nprofile of one minipt step at {name} ({total * 1e3:.1f} ms):")
-    for kind, t in sorted(spent.items(), key=lambda kv: -kv[1]):
-        print(f"  {kind:<34} {t * 1e3:7.2f} ms  {t / total:5.1%}")
+            tb = torch_block(torch, block, C, H)
+            contenders["torch"] = (None, torch_step(torch, tb, x, dy)[0])
+            diff = np.abs(tb(torch.from_numpy(x)).detach().numpy() - block(x, causal=True)).max()
+            check = f"max |y_minipt - y_torch| {diff:.1e}"
+        t = interleaved(contenders, args.repeat)
+        rows.append((name, (B, T, C, H), t["numpy"], t["minipt"], t.get("torch"), best, grid, check))
+        if not args.no_profile:
+            limiter = set_threads(*best) if best else None
+            times = profile(block, x, dy)
+            if limiter:
+                limiter.restore_original_limits()
+            flops = 6 * B * T * C * (3 * C + C + 4 * C + 4 * C)          # fwd 2NK, bwd 4NK per Linear
+            profiles.append((name, times, flops))
+    print(f"\n{'size':<5} {'B,T,C,H':<17} {'numpy ms':>9} {'minipt ms':>10} {'vs numpy':>9} {'torch ms':>9} "
+          f"{'vs torch':>9}  threads (BLAS, Numba)")
+    for name, shape, t_twin, t_mp, t_torch, best, grid, check in rows:
+        tcols = f"{t_torch:9.2f} {t_torch / t_mp:8.2f}x" if t_torch else f"{'-':>9} {'-':>9}"
+        tuned = "default" if best is None else f"{best}"
+        print(f"{name:<5} {str(shape):<17} {t_twin:9.2f} {t_mp:10.2f} {t_twin / t_mp:8.2f}x {tcols}  {tuned}")
+    if any(grid for *_, grid, _ in rows):
+        print("\nminipt thread grid, (BLAS, Numba): ms, median of 3: " + "; ".join(
+            f"{name} " + ", ".join(f"{k}: {v:.1f}" for k, v in grid.items()) for name, *_, grid, _ in rows if grid))
+    for name, *_, check in rows:
+        if check:
+            print(f"{name}: {check}")
+    for p in profiles:
+        print_profile(*p)
 
 
 if __name__ == "__main__":

@@ -1,31 +1,46 @@
-"""Multi-head attention (Vaswani et al. 2017), self or cross, over ``ops.attention``.
+"""Multi-head attention (Vaswani et al. 2017, "Attention Is All You Need", Sec. 3.2.2).
 
-Self-attention projects x once into q, k, v with a fused ``c_attn`` (C -> 3C; q, k, v in
-that order, head h in columns h*D:(h+1)*D of each third, as Hugging Face GPT-2 lays it
-out); cross-attention projects queries with ``q_proj`` and the encoder memory with
-``kv_proj`` (C -> 2C). Heads are concatenated and mixed by ``c_proj``. Optional rotary
-positions (RoPE, Su et al. 2021) rotate q and k; an optional KV cache serves decoding.
+    head_h = Attention(X W_q^h, M W_k^h, M W_v^h),  MHA(X, M) = Concat(head_1..head_H) W_o
+
+with M = X for self-attention. Self-attention projects x once into q, k, v with a fused
+``c_attn`` (C -> 3C; q, k, v in that order, head h in columns h*D:(h+1)*D of each third,
+as Hugging Face GPT-2 lays out ``attn.c_attn``). Cross-attention (the decoder of an
+encoder-decoder) projects queries with ``q_proj`` and the encoder memory with ``kv_proj``
+(C -> 2C, k then v). ``c_proj`` (W_o) mixes the concatenated heads.
+
+Options: rotary positions (RoPE, Su et al. 2021) rotate q and k by their positions; an
+additive bias (H, T, S) (T5's relative positions) enters the scores and its gradient is
+kept on ``dbias``; attention dropout on the weights (nowhere else: residual dropout is
+the block's); a ``LayerCache`` slot for incremental decoding (inference only).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.checks import check_last_dim
+from ..core.checks import check_float, check_last_dim, check_ndim
 from ..core.module import Module
 from ..ops.attention import attention_backward, attention_forward
 from ..ops.positions import rope_backward, rope_forward
 from .kv_cache import LayerCache
 from .linear import Linear
 
-
 class MultiHeadAttention(Module):
     def __init__(self, d_model: int, n_heads: int, *, rng: np.random.Generator, bias: bool = True,
                  dropout: float = 0.0, cross: bool = False, rope: bool = False, std: float = 0.02,
                  out_std: float | None = None, dtype=np.float32):
         super().__init__()
+        if int(n_heads) != n_heads or n_heads < 1:
+            raise ValueError(f"n_heads must be a positive integer, got {n_heads}")
         if d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"attention dropout must be in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
+        if rope and self.head_dim % 2:
+            raise ValueError(f"rotary positions need an even head size, got d_model {d_model} / "
+                             f"n_heads {n_heads} = {self.head_dim}")
+        if rope and cross:
+            raise ValueError("rotary positions apply to self-attention only (cross=True was given with rope=True)")
         self.cross, self.rope, self.dropout = cross, rope, dropout
         if cross:
             self.q_proj = Linear(d_model, d_model, bias=bias, rng=rng, std=std, dtype=dtype)
@@ -35,62 +50,102 @@ class MultiHeadAttention(Module):
         self.c_proj = Linear(d_model, d_model, bias=bias, rng=rng, std=std if out_std is None else out_std,
                              dtype=dtype)
         self.rng = np.random.default_rng(rng.integers(2**63)) if dropout else None
-        self.last_weights = None       # (B, H, T, S) when forward(return_weights=True)
-        self.dbias = None              # gradient of an additive bias, after backward
+        self.last_weights: np.ndarray | None = None   # (B, H, T, S) after forward(return_weights=True)
+        self.dbias: np.ndarray | None = None          # gradient of the additive bias, after backward
         self._cache = None
 
-    def _heads(self, t: np.ndarray, n: int) -> np.ndarray:
-        """(B, T, n*C) -> n arrays stacked (n, B, H, T, D)."""
+    # -- head layout ----------------------------------------------------------------
+    def _split(self, t: np.ndarray, n: int) -> np.ndarray:
+        """(B, T, n*C) -> (n, B, H, T, D), a strided view (no copy)."""
         B, T, _ = t.shape
         return t.reshape(B, T, n, self.n_heads, self.head_dim).transpose(2, 0, 3, 1, 4)
 
-    def forward(self, x: np.ndarray, memory: np.ndarray | None = None, *, mask=None, causal: bool = False,
-                bias: np.ndarray | None = None, positions: np.ndarray | None = None,
-                cache: LayerCache | None = None, return_weights: bool = False) -> np.ndarray:
-        """x (B, T, C) [, memory (B, S, C)] -> (B, T, C)."""
+    def _check_input(self, x: np.ndarray, memory: np.ndarray | None) -> None:
+        check_float("x", x)
+        check_ndim("x", x, 3)
         check_last_dim("x", x, self.d_model)
+        if memory is not None:
+            check_float("memory", memory)
+            check_ndim("memory", memory, 3)
+            check_last_dim("memory", memory, self.d_model)
+            if memory.shape[0] != x.shape[0]:
+                raise ValueError(f"memory: expected batch {x.shape[0]} (as x), got shape {memory.shape}")
+
+    # -- forward / backward ---------------------------------------------------------
+    def forward(self, x: np.ndarray, memory: np.ndarray | None = None, *, mask: np.ndarray | None = None,
+                causal: bool = False, bias: np.ndarray | None = None, positions: np.ndarray | None = None,
+                cache: LayerCache | None = None, return_weights: bool = False) -> np.ndarray:
+        """x (B, T, C) [, memory (B, S, C) for cross-attention] -> y (B, T, C).
+
+        mask: boolean may-attend (T, S), (B, T, S) or (B, 1, T, S); causal: left-to-right
+        (offset by the cached length); bias: additive (H, T, S) or (B, H, T, S); positions (T,)
+        ints for RoPE; cache: this layer's KV-cache slot (then no backward).
+        """
+        if not self.cross and memory is not None:
+            raise ValueError("self-attention got a memory argument; build with cross=True for cross-attention")
+        self._check_input(x, memory)
         B, T, C = x.shape
+        # the projections see 2-D (B*T, C) rows: one GEMM instead of B batched ones
         if self.cross:
-            if memory is None and (cache is None or cache.cross_k is None):
+            q = self._split(self.q_proj(x.reshape(B * T, C)).reshape(B, T, C), 1)[0]   # (B, H, T, D)
+            if cache is not None and cache.cross_k is not None:           # memory's k, v: computed once
+                k, v = cache.cross_k, cache.cross_v                         # (B, H, S, D) each
+            elif memory is None:
                 raise ValueError("cross-attention needs the encoder memory (B, S, C)")
-            q = self._heads(self.q_proj(x), 1)[0]                           # (B, H, T, D)
-            if cache is not None and cache.cross_k is not None:
-                k, v = cache.cross_k, cache.cross_v
             else:
-                check_last_dim("memory", memory, self.d_model)
-                k, v = self._heads(self.kv_proj(memory), 2)                 # (B, H, S, D) each
+                S = memory.shape[1]
+                kv = self.kv_proj(memory.reshape(B * S, C)).reshape(B, S, 2 * C)      # (B, S, 2C)
+                k, v = self._split(kv, 2)                                   # (B, H, S, D) each
                 if cache is not None:
                     cache.cross_k, cache.cross_v = k, v
         else:
-            q, k, v = self._heads(self.c_attn(x), 3)                        # (B, H, T, D) each
+            qkv = self.c_attn(x.reshape(B * T, C)).reshape(B, T, 3 * C)    # (B, T, 3C)
+            q, k, v = self._split(qkv, 3)                                   # (B, H, T, D) each
         rope_caches = None
         if self.rope:
             if positions is None:
-                raise ValueError("rotary attention needs positions (T,)")
-            q, rq = rope_forward(q, positions)
+                raise ValueError("rotary attention needs positions (T,) of the queries")
+            positions = np.asarray(positions)
+            if positions.shape != (T,):
+                raise ValueError(f"positions: expected shape ({T},), got {positions.shape}")
+            q, rq = rope_forward(q, positions)                              # (B, H, T, D)
             k, rk = rope_forward(k, positions)
             rope_caches = (rq, rk)
         if cache is not None and not self.cross:
-            k, v = cache.append(k, v)                                       # (B, H, S, D)
+            k, v = cache.append(k, v)                                       # (B, H, S, D), S = past + T
         out, acache = attention_forward(q, k, v, mask, causal=causal, bias=bias, dropout_p=self.dropout,
-                                        rng=self.rng, training=self.training)
-        self.last_weights = acache["p"] if return_weights else None
-        y = out.transpose(0, 2, 1, 3).reshape(B, T, C)                      # heads concatenated
-        self._cache = (acache, rope_caches, cache is not None)
-        return self.c_proj(y)
+                                        rng=self.rng, training=self.training)   # (B, H, T, D)
+        self.last_weights = acache["p"] if return_weights else None           # (B, H, T, S)
+        self._cache = None if cache is not None else (acache, rope_caches, k.shape[2])
+        self.dbias = None
+        y = out.transpose(0, 2, 1, 3).reshape(B * T, C)                       # heads concatenated
+        return self.c_proj(y).reshape(B, T, C)                              # (B, T, C)
 
     def backward(self, dy: np.ndarray):
-        """dy (B, T, C) -> dx (B, T, C), or (dx, dmemory) for cross-attention."""
-        acache, rope_caches, cached = self._cache
-        if cached:
-            raise RuntimeError("backward after a KV-cached forward: the cache is for inference only")
+        """dy (B, T, C) -> dx (B, T, C), or (dx, dmemory (B, S, C)) for cross-attention."""
+        if self._cache is None:
+            raise RuntimeError("MultiHeadAttention.backward needs a forward without a KV cache first "
+                               "(the cache is for inference only)")
+        acache, rope_caches, S = self._cache
         B, T, C = dy.shape
-        dout = self.c_proj.backward(dy).reshape(B, T, self.n_heads, self.head_dim).transpose(0, 2, 1, 3)
-        dq, dk, dv, self.dbias = attention_backward(dout, acache)          # (B, H, T|S, D)
+        H, D = self.n_heads, self.head_dim
+        dout = self.c_proj.backward(dy.reshape(B * T, C)).reshape(B, T, H, D)        # (B, T, H, D)
+        dq, dk, dv, self.dbias = attention_backward(dout.transpose(0, 2, 1, 3), acache)   # (B, H, T|S, D)
         if rope_caches is not None:
-            dq, dk = rope_backward(dq, rope_caches[0]), rope_backward(dk, rope_caches[1])
-        merge = lambda *ts: np.stack(ts).transpose(1, 3, 0, 2, 4).reshape(B, ts[0].shape[2], -1)
+            dq = rope_backward(dq, rope_caches[0])
+            dk = rope_backward(dk, rope_caches[1])
+        # back to rows, in the projections' column order (the inverse of _split)
         if self.cross:
-            dx = self.q_proj.backward(merge(dq))
-            return dx, self.kv_proj.backward(merge(dk, dv))
-        return self.c_attn.backward(merge(dq, dk, dv))                      # (B, T, 3C) -> (B, T, C)
+            dq_rows = np.empty((B, T, 1, H, D), dtype=dy.dtype)                       # -> q_proj
+            dkv = np.empty((B, S, 2, H, D), dtype=dy.dtype)                           # -> kv_proj: k | v
+        else:
+            dqkv = np.empty((B, T, 3, H, D), dtype=dy.dtype)                          # -> c_attn: q | k | v
+            dq_rows, dkv = dqkv[:, :, :1], dqkv[:, :, 1:]
+        dq_rows[:, :, 0] = dq.transpose(0, 2, 1, 3)                                   # (B, T, H, D)
+        dkv[:, :, 0] = dk.transpose(0, 2, 1, 3)                                       # (B, S, H, D)
+        dkv[:, :, 1] = dv.transpose(0, 2, 1, 3)
+        if self.cross:
+            dx = self.q_proj.backward(dq_rows.reshape(B * T, C)).reshape(B, T, C)    # (B, T, C)
+            dmem = self.kv_proj.backward(dkv.reshape(B * S, 2 * C)).reshape(B, S, C)  # (B, S, C)
+            return dx, dmem
+        return self.c_attn.backward(dqkv.reshape(B * T, 3 * C)).reshape(B, T, C)    # (B*T, 3C) -> (B, T, C)

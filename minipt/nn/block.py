@@ -1,10 +1,20 @@
 """The Transformer block (Vaswani et al. 2017), in both LayerNorm placements.
 
-post-LN (original Transformer, GPT-1, BERT):  h = LN(x + Drop(Attn(x)));  y = LN(h + FFN(h))
-pre-LN  (GPT-2, T5, LLaMA; Xiong et al. 2020): h = x + Drop(Attn(LN(x)));  y = h + FFN(LN(h))
-With ``cross_attention`` (the decoder of an encoder-decoder) a cross-attention sub-block
-over the encoder memory sits between the two. Children are named as in Hugging Face
-GPT-2 (ln_1, attn, ln_2, mlp) plus ln_cross, cross_attn.
+post-LN (original Transformer, GPT-1, BERT):
+    h = LN_1(x + Drop(Attn(x)))                      y = LN_2(h + Drop(FFN(h)))
+pre-LN (GPT-2, T5, LLaMA; Xiong et al. 2020, "On Layer Normalization in the Transformer
+Architecture"):
+    h = x + Drop(Attn(LN_1(x)))                      y = h + Drop(FFN(LN_2(h)))
+
+With ``cross_attention`` (the decoder of an encoder-decoder) a cross-attention sub-layer
+over the encoder memory sits between the two, in the same placement:
+    pre-LN  h' = h + Drop(Cross(LN_c(h), memory)),   post-LN  h' = LN_c(h + Drop(Cross(h, memory))).
+Children are named as in Hugging Face GPT-2 (``ln_1``, ``attn``, ``ln_2``, ``mlp``) plus
+``ln_cross`` and ``cross_attn``. Residual dropout sits on each branch (its own Generator,
+so a gradcheck can replay it); attention dropout is inside ``attn``.
+
+Backward mirrors forward bottom-up: a residual y = h + f(h) sends dy straight to h and
+through f; a post-LN y = LN(z) first turns dy into dz.
 """
 from __future__ import annotations
 
@@ -18,6 +28,7 @@ from .norms import LayerNorm, RMSNorm
 
 
 def make_norm(kind: str, dim: int, eps: float, dtype) -> Module:
+    """``"layer"`` -> LayerNorm (GPT, BERT), ``"rms"`` -> RMSNorm (T5, LLaMA)."""
     if kind == "layer":
         return LayerNorm(dim, eps, dtype=dtype)
     if kind == "rms":
@@ -31,54 +42,83 @@ class TransformerBlock(Module):
                  attn_dropout: float | None = None, cross_attention: bool = False, rope: bool = False,
                  eps: float = 1e-5, out_std: float | None = None, dtype=np.float32):
         super().__init__()
-        self.prenorm, self.has_cross = prenorm, cross_attention
+        if int(d_ff) != d_ff or d_ff < 1:
+            raise ValueError(f"d_ff must be a positive integer, got {d_ff}")
+        self.d_model, self.prenorm, self.has_cross = d_model, prenorm, cross_attention
         attn_dropout = dropout if attn_dropout is None else attn_dropout
-        sub = lambda: np.random.default_rng(rng.integers(2**63))
-        mha = dict(rng=rng, bias=bias, dropout=attn_dropout, rope=rope, out_std=out_std, dtype=dtype)
+        sub = lambda: np.random.default_rng(rng.integers(2**63)) if dropout else None
+        mha = dict(rng=rng, bias=bias, dropout=attn_dropout, out_std=out_std, dtype=dtype)
         self.ln_1 = make_norm(norm, d_model, eps, dtype)
-        self.attn = MultiHeadAttention(d_model, n_heads, **mha)
-        self.drop_1 = Dropout(dropout, rng=sub() if dropout else None)
+        self.attn = MultiHeadAttention(d_model, n_heads, rope=rope, **mha)
+        self.drop_1 = Dropout(dropout, rng=sub())
         if cross_attention:
             self.ln_cross = make_norm(norm, d_model, eps, dtype)
-            self.cross_attn = MultiHeadAttention(d_model, n_heads, cross=True, **{**mha, "rope": False})
-            self.drop_cross = Dropout(dropout, rng=sub() if dropout else None)
+            self.cross_attn = MultiHeadAttention(d_model, n_heads, cross=True, **mha)
+            self.drop_cross = Dropout(dropout, rng=sub())
         self.ln_2 = make_norm(norm, d_model, eps, dtype)
         self.mlp = FeedForward(d_model, d_ff, rng=rng, activation=activation, bias=bias, dropout=dropout,
-                               out_std=out_std, dtype=dtype)
+                               out_std=out_std, dtype=dtype)        # its dropout is the residual one
+        self.dattn_bias: np.ndarray | None = None     # gradient of attn_bias, after backward
+        self.dcross_bias: np.ndarray | None = None    # gradient of cross_bias, after backward
+        self._cached = False
 
-    def forward(self, x: np.ndarray, memory: np.ndarray | None = None, *, mask=None, causal: bool = False,
-                attn_bias=None, positions=None, memory_mask=None, cross_bias=None, cache=None) -> np.ndarray:
-        """x (B, T, C) [, memory (B, S, C)] -> y (B, T, C)."""
-        attn = lambda h: self.drop_1(self.attn(h, mask=mask, causal=causal, bias=attn_bias,
-                                               positions=positions, cache=cache))
-        cross = lambda h: self.drop_cross(self.cross_attn(h, memory=memory, mask=memory_mask,
-                                                          bias=cross_bias, cache=cache))
+    def forward(self, x: np.ndarray, memory: np.ndarray | None = None, *, mask: np.ndarray | None = None,
+                causal: bool = False, attn_bias: np.ndarray | None = None, positions: np.ndarray | None = None,
+                memory_mask: np.ndarray | None = None, cross_bias: np.ndarray | None = None,
+                cache=None) -> np.ndarray:
+        """x (B, T, C) [, memory (B, S, C)] -> y (B, T, C).
+
+        mask / causal / attn_bias / positions go to self-attention; memory_mask and
+        cross_bias to cross-attention; cache is this layer's ``LayerCache`` (inference)."""
+        if memory is not None and not self.has_cross:
+            raise ValueError("this block has no cross-attention; build it with cross_attention=True to pass memory")
+        self._cached = cache is not None
+
+        def attn(h):                                                     # (B, T, C) -> (B, T, C)
+            return self.drop_1(self.attn(h, mask=mask, causal=causal, bias=attn_bias, positions=positions,
+                                         cache=cache))
+
+        def cross(h):                                                    # (B, T, C) -> (B, T, C)
+            return self.drop_cross(self.cross_attn(h, memory, mask=memory_mask, bias=cross_bias, cache=cache))
+
         if self.prenorm:
-            h = x + attn(self.ln_1(x))
+            h = x + attn(self.ln_1(x))                                   # (B, T, C)
             if self.has_cross:
                 h = h + cross(self.ln_cross(h))
-            return h + self.mlp(self.ln_2(h))
-        h = self.ln_1(x + attn(x))
+            return h + self._ffn(self.ln_2(h))
+        h = self.ln_1(x + attn(x))                                       # (B, T, C)
         if self.has_cross:
             h = self.ln_cross(h + cross(h))
-        return self.ln_2(h + self.mlp(h))
+        return self.ln_2(h + self._ffn(h))
+
+    def _ffn(self, h: np.ndarray) -> np.ndarray:
+        """The MLP on 2-D rows (B*T, C): one GEMM per projection, not B batched ones."""
+        return self.mlp(h.reshape(-1, h.shape[-1])).reshape(h.shape)
+
+    def _ffn_backward(self, dy: np.ndarray) -> np.ndarray:
+        return self.mlp.backward(dy.reshape(-1, dy.shape[-1])).reshape(dy.shape)
 
     def backward(self, dy: np.ndarray):
-        """dy (B, T, C) -> dx, or (dx, dmemory) with cross-attention."""
+        """dy (B, T, C) -> dx (B, T, C), or (dx, dmemory (B, S, C)) with cross-attention."""
+        if self._cached:
+            raise RuntimeError("TransformerBlock.backward after a KV-cached forward: the cache is for "
+                               "inference only; run forward without a cache to train")
         dmem = None
         if self.prenorm:
-            dh = dy + self.ln_2.backward(self.mlp.backward(dy))
-            if self.has_cross:
+            dh = dy + self.ln_2.backward(self._ffn_backward(dy))          # y = h + FFN(LN_2(h))
+            if self.has_cross:                                           # h' = h + Cross(LN_c(h))
                 dq, dmem = self.cross_attn.backward(self.drop_cross.backward(dh))
                 dh = dh + self.ln_cross.backward(dq)
             dx = dh + self.ln_1.backward(self.attn.backward(self.drop_1.backward(dh)))
         else:
-            dz = self.ln_2.backward(dy)
-            dh = dz + self.mlp.backward(dz)
-            if self.has_cross:
+            dz = self.ln_2.backward(dy)                                  # y = LN_2(z), z = h + FFN(h)
+            dh = dz + self._ffn_backward(dz)
+            if self.has_cross:                                           # h' = LN_c(h + Cross(h))
                 dz = self.ln_cross.backward(dh)
                 dq, dmem = self.cross_attn.backward(self.drop_cross.backward(dz))
                 dh = dz + dq
-            dz = self.ln_1.backward(dh)
+            dz = self.ln_1.backward(dh)                                  # h = LN_1(x + Attn(x))
             dx = dz + self.attn.backward(self.drop_1.backward(dz))
+        self.dattn_bias = self.attn.dbias
+        self.dcross_bias = self.cross_attn.dbias if self.has_cross else None
         return (dx, dmem) if self.has_cross else dx

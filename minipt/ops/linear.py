@@ -17,18 +17,18 @@ def linear_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray | None):
     check_last_dim("x", x, w.shape[1])
     if b is not None:
         check_shape("bias", b, (w.shape[0],))
-    y = x @ w.T                                   # (..., C_out)
+    x2 = x.reshape(-1, x.shape[-1])               # (N, C_in): one GEMM, not one per batch row
+    y = x2 @ w.T                                  # (N, C_out)
     if b is not None:
         y += b
-    return y, (x, w, b is not None)
+    return y.reshape(*x.shape[:-1], w.shape[0]), (x2, w, b is not None, x.shape)
 
 
 def linear_backward(dy: np.ndarray, cache):
     """dy (..., C_out) -> dx (..., C_in), dw (C_out, C_in), db (C_out,) or None."""
-    x, w, has_bias = cache
-    dx = dy @ w                                   # (..., C_in)
-    x2 = x.reshape(-1, x.shape[-1])               # (N, C_in)
-    dy2 = dy.reshape(-1, dy.shape[-1])            # (N, C_out)
+    x2, w, has_bias, shape = cache
+    dy2 = dy.reshape(-1, w.shape[0])              # (N, C_out)
+    dx = (dy2 @ w).reshape(shape)                 # (..., C_in)
     dw = dy2.T @ x2                               # (C_out, C_in)
     db = dy2.sum(axis=0) if has_bias else None    # (C_out,)
     return dx, dw, db
