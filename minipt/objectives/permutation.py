@@ -1,0 +1,86 @@
+"""Permutation language modelling (XLNet, Yang et al. 2019) and GLM's autoregressive
+blank infilling (Du et al. 2022).
+
+XLNet samples a factorisation order z; with rank[i] the position of token i in z, the
+content stream of i may attend j when rank[j] <= rank[i], the query stream when
+rank[j] < rank[i] (it must not see its own token). Only the last 1/K of the order is
+predicted.
+
+GLM removes spans (lengths ~ Poisson(3), about 15 % of the tokens): Part A is the text
+with one [MASK] per span, seen bidirectionally; Part B is the spans in random order,
+each as [START] span and predicting span [END], causally, seeing all of Part A. 2-D
+positions: the first is the position in Part A (for Part B tokens, the position of their
+span's [MASK]); the second is the position inside the span (0 in Part A).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import IGNORE, check_ids_array
+
+
+def permutation_lm(ids, rng: np.random.Generator, K: int = 6):
+    """ids (T,) -> dict(order, content_mask, query_mask, targets) for XLNet."""
+    ids = check_ids_array("ids", ids, 1)
+    if K < 1:
+        raise ValueError(f"K must be >= 1, got {K}")
+    T = len(ids)
+    order = rng.permutation(T)                           # z: order[r] is the r-th predicted position
+    rank = np.empty(T, dtype=np.int64)
+    rank[order] = np.arange(T)
+    content = rank[None, :] <= rank[:, None]             # (T, T): row i may see column j
+    query = rank[None, :] < rank[:, None]
+    n_predict = max(1, T // K)
+    targets = np.where(rank >= T - n_predict, ids, IGNORE)
+    return {"order": order, "content_mask": content, "query_mask": query, "targets": targets}
+
+
+def glm_blank_infilling(ids, rng: np.random.Generator, *, mask_id: int, start_id: int, end_id: int,
+                        ratio: float = 0.15, poisson_lambda: float = 3.0):
+    """ids (T,) -> dict(ids, positions (2, N), targets, mask (N, N), n_a)."""
+    ids = check_ids_array("ids", ids, 1)
+    T = len(ids)
+    budget = max(1, int(round(T * ratio)))
+    taken = np.zeros(T, dtype=bool)
+    spans = []
+    for _ in range(100 * budget):
+        if taken.sum() >= budget:
+            break
+        length = max(1, int(rng.poisson(poisson_lambda)))
+        start = int(rng.integers(0, T - length + 1)) if length <= T else 0
+        end = min(start + length, T)
+        if taken[max(start - 1, 0):min(end + 1, T)].any() or end - start >= T:
+            continue
+        taken[start:end] = True
+        spans.append((start, end))
+    if not spans:
+        raise ValueError(f"could not place a blank in {T} tokens")
+    spans.sort()
+    part_a, pos_a, mask_pos = [], [], {}
+    i = 0
+    while i < T:
+        hit = next((s for s in spans if s[0] == i), None)
+        if hit:
+            mask_pos[hit] = len(part_a)
+            part_a.append(mask_id)
+            i = hit[1]
+        else:
+            part_a.append(ids[i])
+            i += 1
+    n_a = len(part_a)
+    b_ids, b_tgt, b_pos1, b_pos2, b_span = [], [], [], [], []
+    for k in rng.permutation(len(spans)):
+        s, e = spans[k]
+        piece = ids[s:e].tolist()
+        b_ids += [start_id] + piece
+        b_tgt += piece + [end_id]
+        b_pos1 += [mask_pos[spans[k]]] * (len(piece) + 1)
+        b_pos2 += list(range(1, len(piece) + 2))
+        b_span += [k] * (len(piece) + 1)
+    N = n_a + len(b_ids)
+    mask = np.zeros((N, N), dtype=bool)
+    mask[:, :n_a] = True                                          # everyone sees Part A
+    mask[n_a:, n_a:] = np.tril(np.ones((N - n_a, N - n_a), dtype=bool))   # Part B: causal
+    return {"ids": np.array(part_a + b_ids, dtype=np.int64),
+            "positions": np.array([list(range(n_a)) + b_pos1, [0] * n_a + b_pos2], dtype=np.int64),
+            "targets": np.array([IGNORE] * n_a + b_tgt, dtype=np.int64), "mask": mask, "n_a": n_a}
