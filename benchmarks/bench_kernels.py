@@ -1,102 +1,184 @@
-"""Each Numba kernel against its NumPy twin (and torch when installed), float32.
+"""Each Numba kernel against its NumPy twin, and against torch when it is installed.
 
-    python benchmarks/bench_kernels.py [--repeat 7] [--quick]
+    python benchmarks/bench_kernels.py [--repeat 7] [--quick] [--best] [--no-torch]
 
-Prints milliseconds (median of repeats, after a warm-up call that pays for JIT) and
-the speed-up kernel vs twin (and kernel vs torch: > 1 means minipt is faster).
+float32, C-contiguous, sizes of our GPT configs: N = B*T rows, C the model width (the
+GELU runs on the FFN's 4C), softmax rows of K, embedding tables V x C. Every time is the
+median of ``--repeat`` calls after one warm-up call (which pays for JIT compilation);
+``--best`` takes the fastest call instead, steadier on a machine other jobs share.
+
+torch runs after all NumPy and Numba timings, not interleaved with them: its OpenMP
+threads keep spinning after each op and would slow whatever runs next. Its backward is
+timed alone with ``torch.autograd.grad(..., retain_graph=True)`` on a graph built once,
+so each row compares the same piece of work. Ratios: speed-up = twin / kernel;
+vs torch = torch / kernel (> 1: minipt is faster).
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median_ms, try_torch  # noqa: E402
+from common import try_torch  # noqa: E402
 
 from minipt import kernels  # noqa: E402
-from minipt.ops import activations as A  # noqa: E402
-from minipt.ops import embedding as E  # noqa: E402
-from minipt.ops import norms as N  # noqa: E402
-from minipt.ops import softmax as S  # noqa: E402
+from minipt.ops.activations import gelu_tanh_backward_numpy, gelu_tanh_forward_numpy  # noqa: E402
+from minipt.ops.embedding import embedding_backward_numpy  # noqa: E402
+from minipt.ops.norms import layer_norm_backward_numpy, layer_norm_forward_numpy  # noqa: E402
+from minipt.ops.softmax import softmax_backward_numpy  # noqa: E402
+
+EPS = 1e-5
+
+
+def time_ms(fn, repeat: int, best: bool) -> float:
+    """Median (or, with ``best``, minimum) wall time of ``fn()`` in ms after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return min(times) if best else statistics.median(times)
+
+
+class Case:
+    """One row: the twin, the kernel, and a builder of the torch equivalent (called only
+    in the torch phase)."""
+
+    def __init__(self, name, twin, kernel, torch):
+        self.name, self.twin, self.kernel, self.torch = name, twin, kernel, torch
+        self.ms: dict[str, float] = {}
+
+
+def layer_norm_cases(n, c, rng):
+    x = rng.standard_normal((n, c), dtype=np.float32)     # (N, C)
+    dy = rng.standard_normal((n, c), dtype=np.float32)    # (N, C)
+    g = rng.standard_normal(c, dtype=np.float32)          # (C,)
+    b = rng.standard_normal(c, dtype=np.float32)          # (C,)
+    _, mean, rstd = layer_norm_forward_numpy(x, g, b, EPS)
+    fwd, bwd = kernels.get("layer_norm_forward"), kernels.get("layer_norm_backward")
+
+    def torch_fwd(torch):
+        tx, tg, tb = (torch.from_numpy(a) for a in (x, g, b))
+        return lambda: torch.nn.functional.layer_norm(tx, (c,), tg, tb, EPS)
+
+    def torch_bwd(torch):
+        tx, tg, tb = (torch.from_numpy(a.copy()).requires_grad_(True) for a in (x, g, b))
+        ty, tdy = torch.nn.functional.layer_norm(tx, (c,), tg, tb, EPS), torch.from_numpy(dy)
+        return lambda: torch.autograd.grad(ty, (tx, tg, tb), tdy, retain_graph=True)
+
+    yield Case(f"layer_norm fwd {n}x{c}", lambda: layer_norm_forward_numpy(x, g, b, EPS),
+               lambda: fwd(x, g, b, EPS), torch_fwd)
+    yield Case(f"layer_norm bwd {n}x{c}", lambda: layer_norm_backward_numpy(dy, x, mean, rstd, g),
+               lambda: bwd(dy, x, mean, rstd, g), torch_bwd)
+
+
+def gelu_cases(n, c4, rng):
+    h = rng.standard_normal(n * c4, dtype=np.float32)     # (N * 4C,) flat, as the op passes it
+    dh = rng.standard_normal(n * c4, dtype=np.float32)
+    fwd, bwd = kernels.get("gelu_tanh_forward"), kernels.get("gelu_tanh_backward")
+
+    def torch_fwd(torch):
+        th = torch.from_numpy(h)
+        return lambda: torch.nn.functional.gelu(th, approximate="tanh")
+
+    def torch_bwd(torch):
+        th = torch.from_numpy(h.copy()).requires_grad_(True)
+        ty, tdh = torch.nn.functional.gelu(th, approximate="tanh"), torch.from_numpy(dh)
+        return lambda: torch.autograd.grad(ty, (th,), tdh, retain_graph=True)
+
+    yield Case(f"gelu_tanh fwd {n}x{c4}", lambda: gelu_tanh_forward_numpy(h), lambda: fwd(h), torch_fwd)
+    yield Case(f"gelu_tanh bwd {n}x{c4}", lambda: gelu_tanh_backward_numpy(dh, h), lambda: bwd(dh, h),
+               torch_bwd)
+
+
+def softmax_case(n, k, rng):
+    z = rng.standard_normal((n, k), dtype=np.float32)     # (N, K)
+    y = np.exp(z - z.max(axis=1, keepdims=True))
+    y /= y.sum(axis=1, keepdims=True)                     # (N, K) rows sum to 1
+    dy = rng.standard_normal((n, k), dtype=np.float32)    # (N, K)
+    bwd = kernels.get("softmax_backward")
+
+    def torch_bwd(torch):
+        tz = torch.from_numpy(z.copy()).requires_grad_(True)
+        ty, tdy = torch.softmax(tz, dim=-1), torch.from_numpy(dy)
+        return lambda: torch.autograd.grad(ty, (tz,), tdy, retain_graph=True)
+
+    return Case(f"softmax bwd {n}x{k}", lambda: softmax_backward_numpy(dy, y), lambda: bwd(dy, y), torch_bwd)
+
+
+def embedding_case(n, v, c, rng):
+    ids = rng.integers(0, v, n)                           # (N,) int64, repeats when V is small
+    dy = rng.standard_normal((n, c), dtype=np.float32)    # (N, C)
+    scatter = kernels.get("embedding_backward")
+
+    def fresh(fn):
+        # what the op does: a zeroed (V, C) gradient, then the scatter-add
+        return lambda: fn(ids, dy, np.zeros((v, c), np.float32))
+
+    def torch_bwd(torch):
+        tw = torch.zeros((v, c), requires_grad=True)
+        tids, tdy = torch.from_numpy(ids), torch.from_numpy(dy)
+        ty = torch.nn.functional.embedding(tids, tw)
+        return lambda: torch.autograd.grad(ty, (tw,), tdy, retain_graph=True)
+
+    return Case(f"embedding bwd {n} ids V{v} C{c}", fresh(embedding_backward_numpy), fresh(scatter), torch_bwd)
 
 
 def cases(quick: bool):
     rng = np.random.default_rng(0)
-    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
     rows = [1024, 4096] if quick else [1024, 2048, 4096]
+    widths = [64, 192] if quick else [64, 128, 192, 768]
     for n in rows:
-        for c in (64, 192, 768):
-            x, dy, g, b = f32(n, c), f32(n, c), f32(c), f32(c)
-            y, mean, rstd = N.layer_norm_forward_numpy(x, g, b, 1e-5)
-            yield (f"layer_norm fwd+bwd {n}x{c}",
-                   lambda: N.layer_norm_backward_numpy(dy, x, *N.layer_norm_forward_numpy(x, g, b, 1e-5)[1:], g),
-                   lambda: kernels.get("layer_norm_backward")(dy, x, *kernels.get("layer_norm_forward")(x, g, b, 1e-5)[1:], g),
-                   ("layer_norm", x, g, b))
-        h = f32(n * 4 * 128)
-        dh = f32(n * 4 * 128)
-        yield (f"gelu_tanh fwd+bwd {n}x512",
-               lambda: (A.gelu_tanh_forward_numpy(h), A.gelu_tanh_backward_numpy(dh, h)),
-               lambda: (kernels.get("gelu_tanh_forward")(h), kernels.get("gelu_tanh_backward")(dh, h)),
-               ("gelu", h))
-        for k in (64, 256):
-            z = f32(n * 4, k)
-            p = np.exp(z - z.max(1, keepdims=True)); p /= p.sum(1, keepdims=True)
-            dp = f32(n * 4, k)
-            yield (f"softmax bwd {n * 4}x{k}", lambda: S.softmax_backward_numpy(dp, p),
-                   lambda: kernels.get("softmax_backward")(dp, p), ("softmax", z))
-        for v in (65, 8192):
-            ids = rng.integers(0, v, n).astype(np.int64)
-            de = f32(n, 128)
-            dw = np.zeros((v, 128), np.float32)
-            yield (f"embedding bwd {n} ids V{v} C128", lambda: E.embedding_backward_numpy(ids, de, dw),
-                   lambda: kernels.get("embedding_backward")(ids, de, dw), None)
-
-
-def torch_fn(torch, spec):
-    if spec is None or torch is None:
-        return None
-    kind, *arrays = spec
-    ts = [torch.from_numpy(a.copy()).requires_grad_(True) for a in arrays]
-    if kind == "layer_norm":
-        x, g, b = ts
-        def run():
-            y = torch.nn.functional.layer_norm(x, (x.shape[-1],), g, b, 1e-5)
-            y.backward(torch.ones_like(y))
-    elif kind == "gelu":
-        (x,) = ts
-        def run():
-            y = torch.nn.functional.gelu(x, approximate="tanh")
-            y.backward(torch.ones_like(y))
-    else:
-        (x,) = ts
-        def run():
-            y = torch.softmax(x, dim=-1)
-            y.backward(torch.ones_like(y))
-    return run
+        for c in widths:
+            yield from layer_norm_cases(n, c, rng)
+        for c in widths:
+            yield from gelu_cases(n, 4 * c, rng)
+        for k in ([64, 256] if quick else [64, 128, 256]):
+            yield softmax_case(n, k, rng)
+        for v, c in ([(65, 128), (8192, 768)] if quick else [(65, 128), (512, 192), (8192, 768)]):
+            yield embedding_case(n, v, c, rng)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--no-torch", action="store_true",
-                    help="skip torch (its OpenMP threads keep spinning and slow the other columns)")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=7, help="timed calls per measurement (median)")
+    ap.add_argument("--quick", action="store_true", help="fewer sizes")
+    ap.add_argument("--best", action="store_true", help="fastest of the repeats instead of the median")
+    ap.add_argument("--no-torch", action="store_true", help="skip torch even when it is installed")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {args.repeat}")
     if not kernels.ENABLED:
-        sys.exit("MINIPT_NUMBA=0 is set: nothing to compare")
-    torch = None if args.no_torch else try_torch()
-    print(f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}; float32, "
-          f"median of {args.repeat}; ms")
-    print(f"{'case':<34} {'twin':>8} {'kernel':>8} {'speed-up':>9} {'torch':>8} {'vs torch':>9}")
-    for name, twin, kern, spec in cases(args.quick):
-        t_twin, t_kern = median_ms(twin, args.repeat), median_ms(kern, args.repeat)
-        tf = torch_fn(torch, spec)
-        t_torch = median_ms(tf, args.repeat) if tf else None
-        torch_cols = f"{t_torch:8.3f} {t_torch / t_kern:8.2f}x" if t_torch else f"{'-':>8} {'-':>9}"
-        print(f"{name:<34} {t_twin:8.3f} {t_kern:8.3f} {t_twin / t_kern:8.1f}x {torch_cols}")
+        sys.exit("MINIPT_NUMBA=0 is set: there are no kernels to time")
+    torch = None if args.no_torch else try_torch(threads=2)
+    todo = list(cases(args.quick))
+    print(f"timing {len(todo)} cases ...", file=sys.stderr, flush=True)
+    for case in todo:                                     # phase 1: NumPy and Numba only
+        case.ms["twin"] = time_ms(case.twin, args.repeat, args.best)
+        case.ms["kernel"] = time_ms(case.kernel, args.repeat, args.best)
+    if torch is not None:                                 # phase 2: torch
+        for case in todo:
+            case.ms["torch"] = time_ms(case.torch(torch), args.repeat, args.best)
+
+    print(f"numpy {np.__version__}, numba {numba.__version__} (kernels serial), torch "
+          f"{torch.__version__ + f' ({torch.get_num_threads()} threads)' if torch else 'not used'}; "
+          f"float32, {'fastest' if args.best else 'median'} of {args.repeat}, ms")
+    print(f"{'case':<32} {'twin':>8} {'kernel':>8} {'speed-up':>8} {'torch':>8} {'vs torch':>8}")
+    for case in todo:
+        ms = case.ms
+        line = f"{case.name:<32} {ms['twin']:8.3f} {ms['kernel']:8.3f} {ms['twin'] / ms['kernel']:7.1f}x"
+        if "torch" in ms:
+            line += f" {ms['torch']:8.3f} {ms['torch'] / ms['kernel']:7.2f}x"
+        else:
+            line += f" {'-':>8} {'-':>8}"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import types
 
 ENABLED = os.environ.get("MINIPT_NUMBA", "1") != "0"
 
@@ -40,11 +41,23 @@ KERNELS: dict[str, str] = {
 PARALLEL_MIN = 1 << 17
 
 
-def serial_and_parallel(py_func):
-    """Compile one loop function twice: serial, and with ``prange`` spread over threads."""
+def serial_and_parallel(py_func, **options):
+    """Compile one loop function twice: serial, and with ``prange`` spread over threads.
+    ``options`` go to both ``numba.njit`` calls (e.g. ``fastmath``, ``error_model``).
+
+    Numba's on-disk cache is keyed by the function's name and code, not by ``parallel``:
+    compiled from the same function object, both versions would share one cache entry
+    and the "serial" one would load the parallel machine code. The parallel version is
+    therefore compiled from a copy named ``<name>_parallel``.
+    """
     import numba
 
-    return numba.njit(cache=True)(py_func), numba.njit(cache=True, parallel=True)(py_func)
+    copy = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_parallel",
+                              py_func.__defaults__, py_func.__closure__)
+    copy.__qualname__ = py_func.__qualname__ + "_parallel"
+    copy.__doc__ = py_func.__doc__
+    return (numba.njit(cache=True, **options)(py_func),
+            numba.njit(cache=True, parallel=True, **options)(copy))
 
 
 def by_size(serial, parallel, size: int):
