@@ -223,7 +223,26 @@ def apply_merges(symbols: list[str], ranks: Mapping[tuple[str, str], int]) -> li
     return symbols
 
 
-class BPETokenizer(Tokenizer):
+class MergeTokenizer(Tokenizer):
+    """What both BPE tokenizers share: learned merges, their ranks, a per-word cache."""
+
+    def _init_merges(self) -> None:
+        self.merges: list[tuple[str, str]] = []
+        self._ranks: dict[tuple[str, str], int] = {}
+        self._cache: dict[str, list[int]] = {}
+
+    def _learn(self, word_counts, num_merges: int, min_pair_count: int, reserved, alphabet: list[str]):
+        """Learn merges and build the vocabulary: ``alphabet`` then one token per merge."""
+        self.merges = learn_merges(word_counts, num_merges, min_pair_count=min_pair_count, reserved=reserved)
+        self._build_vocab(list(alphabet) + [a + b for a, b in self.merges])
+        return self
+
+    def _vocab_changed(self) -> None:
+        self._ranks = {tuple(m): r for r, m in enumerate(self.merges)}
+        self._cache = {}
+
+
+class BPETokenizer(MergeTokenizer):
     """Word-level BPE with ``</w>`` end-of-word marking. Characters not seen in training
     become ``unk_token`` (or raise ValueError naming them when ``unk_token=None``)."""
 
@@ -232,9 +251,7 @@ class BPETokenizer(Tokenizer):
         self.unk_token = None if unk_token is None else check_special_token(unk_token)
         if self.unk_token is not None and self.unk_token not in self._specials:
             self._specials.append(self.unk_token)
-        self.merges: list[tuple[str, str]] = []
-        self._ranks: dict[tuple[str, str], int] = {}
-        self._cache: dict[str, list[int]] = {}
+        self._init_merges()
 
     def fit(self, text: str, num_merges: int, min_pair_count: int = 2) -> "BPETokenizer":
         counts: Counter[str] = Counter()
@@ -243,16 +260,8 @@ class BPETokenizer(Tokenizer):
         if not counts:
             raise ValueError("fit: the training text holds no word (only whitespace or special tokens)")
         word_counts = {tuple(w) + (END_OF_WORD,): c for w, c in counts.items()}
-        merges = learn_merges(word_counts, num_merges, min_pair_count=min_pair_count,
-                              reserved=self._specials)
         chars = sorted({ch for w in counts for ch in w})
-        self.merges = merges
-        self._build_vocab([END_OF_WORD] + chars + [a + b for a, b in merges])
-        return self
-
-    def _vocab_changed(self) -> None:
-        self._ranks = {tuple(m): r for r, m in enumerate(self.merges)}
-        self._cache = {}
+        return self._learn(word_counts, num_merges, min_pair_count, self._specials, [END_OF_WORD] + chars)
 
     def _encode_ordinary(self, text: str, offset: int) -> list[int]:
         ids: list[int] = []

@@ -36,8 +36,7 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping
 
-from .base import Tokenizer
-from .bpe import apply_merges, learn_merges
+from .bpe import MergeTokenizer, apply_merges
 from .special import ENDOFTEXT
 
 GPT2_SPLIT = re.compile(
@@ -78,7 +77,7 @@ def to_byte_string(chunk: str, offset: int = 0) -> str:
     return "".join(BYTE_TO_CHAR[b] for b in data)
 
 
-class ByteBPETokenizer(Tokenizer):
+class ByteBPETokenizer(MergeTokenizer):
     """Byte-level BPE. Usable untrained (256 byte tokens + specials); ``fit`` learns
     merges. Special tokens follow the learned tokens (GPT-2: ``<|endoftext|>`` last)."""
 
@@ -86,9 +85,7 @@ class ByteBPETokenizer(Tokenizer):
 
     def __init__(self, specials: Iterable[str] = (ENDOFTEXT,)) -> None:
         super().__init__(specials)
-        self.merges: list[tuple[str, str]] = []
-        self._ranks: dict[tuple[str, str], int] = {}
-        self._cache: dict[str, list[int]] = {}
+        self._init_merges()
         self._build_vocab(list(BYTE_ALPHABET))
 
     def fit(self, text: str, num_merges: int, min_pair_count: int = 2) -> "ByteBPETokenizer":
@@ -97,15 +94,8 @@ class ByteBPETokenizer(Tokenizer):
             for chunk in pre_split(piece):
                 counts[to_byte_string(chunk)] += 1
         word_counts = {tuple(w): c for w, c in counts.items()}
-        merges = learn_merges(word_counts, num_merges, min_pair_count=min_pair_count,
-                              reserved=[*BYTE_ALPHABET, *self._specials])
-        self.merges = merges
-        self._build_vocab(list(BYTE_ALPHABET) + [a + b for a, b in merges])
-        return self
-
-    def _vocab_changed(self) -> None:
-        self._ranks = {tuple(m): r for r, m in enumerate(self.merges)}
-        self._cache = {}
+        return self._learn(word_counts, num_merges, min_pair_count, [*BYTE_ALPHABET, *self._specials],
+                           list(BYTE_ALPHABET))
 
     def _encode_ordinary(self, text: str, offset: int) -> list[int]:
         ids: list[int] = []
