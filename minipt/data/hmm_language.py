@@ -3,7 +3,8 @@
 Hidden states are word categories (determiners, adjectives, nouns of several kinds,
 verbs, prepositions, the full stop, the end of a document); each state emits a word
 from its own list with Zipf-like probabilities, then moves to the next state by a fixed
-transition table (a tiny grammar: "the old fox chases a fish near the river ."). Some
+transition table (a tiny grammar, ``toy_grammar``: "the old king sees his gold near the
+river ."). Some
 words belong to several states ("the" opens subjects, objects and places), so a text
 has many derivations; its exact probability sums over all of them with the forward
 algorithm (Rabiner 1989). That gives every model in minipt a known target: the oracle
@@ -12,7 +13,7 @@ loss, -log P(text) per character, which no model can beat on average.
 Text rendering is injective: every word is followed by one space, except the document
 end, written as a newline. So P(text) = P(word sequence), and the oracle in nats per
 character is -log P(words) / len(text). The default language's entropy rate is
-0.408 nats/char (``entropy_rate()``: Monte-Carlo over 200k characters, standard error
+0.428 nats/char (``entropy_rate()``: Monte-Carlo over 200k characters, standard error
 0.001); a character model's validation loss is measured against it.
 """
 from __future__ import annotations
@@ -21,40 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# state name -> words it may emit (in order of decreasing probability)
-STATES: dict[str, list[str]] = {
-    "det_s": ["the", "a", "one", "my", "every"],
-    "adj_s": ["old", "small", "happy", "big", "quick", "sad", "red"],
-    "noun_s": ["cat", "dog", "fox", "bird", "king", "queen", "man", "woman", "child", "horse"],
-    "verb_t": ["sees", "eats", "likes", "chases", "finds", "carries"],
-    "verb_i": ["sleeps", "runs", "sings", "waits", "falls"],
-    "det_o": ["the", "a", "one", "my"],
-    "adj_o": ["old", "small", "big", "red", "green", "fresh"],
-    "noun_o": ["fish", "bread", "apple", "ball", "stone", "cake", "seed"],
-    "prep": ["in", "near", "under", "by"],
-    "det_p": ["the", "a"],
-    "place": ["river", "forest", "house", "garden", "city", "field"],
-    "stop": ["."],
-    "end": ["\n"],
-}
-# state -> {next state: probability}
-TRANSITIONS: dict[str, dict[str, float]] = {
-    "det_s": {"adj_s": 0.3, "noun_s": 0.7},
-    "adj_s": {"adj_s": 0.15, "noun_s": 0.85},
-    "noun_s": {"verb_t": 0.6, "verb_i": 0.4},
-    "verb_t": {"det_o": 1.0},
-    "verb_i": {"prep": 0.5, "stop": 0.5},
-    "det_o": {"adj_o": 0.3, "noun_o": 0.7},
-    "adj_o": {"noun_o": 1.0},
-    "noun_o": {"prep": 0.3, "stop": 0.7},
-    "prep": {"det_p": 1.0},
-    "det_p": {"place": 1.0},
-    "place": {"stop": 1.0},
-    "stop": {"det_s": 0.8, "end": 0.2},
-    "end": {"det_s": 1.0},
-}
-START = "det_s"
-END_WORD = "\n"
+from .toy_grammar import END_WORD, START, STATES, TRANSITIONS
 
 
 @dataclass
@@ -85,21 +53,42 @@ class HMMLanguage:
         return cls(names, vocab, A, E, pi)
 
     # -- generation ---------------------------------------------------------------
-    def sample_words(self, n_words: int, rng: np.random.Generator) -> list[str]:
-        """A stream of ``n_words`` words, completed to the end of the current document."""
-        if n_words < 1:
-            raise ValueError(f"n_words must be >= 1, got {n_words}")
+    def walk(self, rng: np.random.Generator, state: int | None = None):
+        """An endless path through the HMM: yields (state index, word index) pairs."""
         cum_a, cum_e = np.cumsum(self.A, 1), np.cumsum(self.E, 1)
-        end = self.vocab.index(END_WORD)
-        state = int(np.argmax(self.pi))
-        words: list[str] = []
+        state = int(np.argmax(self.pi)) if state is None else state
         while True:
             u = rng.random(2)
             w = min(int(np.searchsorted(cum_e[state], u[0], side="right")), len(self.vocab) - 1)
-            words.append(self.vocab[w])
-            if len(words) >= n_words and w == end:
-                return words
+            yield state, w
             state = min(int(np.searchsorted(cum_a[state], u[1], side="right")), len(self.states) - 1)
+
+    def sample(self, n_words: int, rng: np.random.Generator) -> tuple[list[str], list[str]]:
+        """(words, the state that emitted each word): a stream of ``n_words`` words,
+        completed to the end of the current document."""
+        if n_words < 1:
+            raise ValueError(f"n_words must be >= 1, got {n_words}")
+        end = self.vocab.index(END_WORD)
+        words: list[str] = []
+        states: list[str] = []
+        for s, w in self.walk(rng):
+            words.append(self.vocab[w])
+            states.append(self.states[s])
+            if len(words) >= n_words and w == end:
+                return words, states
+
+    def sample_words(self, n_words: int, rng: np.random.Generator) -> list[str]:
+        return self.sample(n_words, rng)[0]
+
+    def sample_sentence(self, rng: np.random.Generator, stop: str = ".") -> tuple[list[str], list[str]]:
+        """One sentence from the start state to the full stop: (words, states)."""
+        words: list[str] = []
+        states: list[str] = []
+        for s, w in self.walk(rng):
+            words.append(self.vocab[w])
+            states.append(self.states[s])
+            if words[-1] == stop:
+                return words, states
 
     @staticmethod
     def render(words: list[str]) -> str:
