@@ -141,3 +141,16 @@ def test_bad_input():
         T.tagging((5, 1, 1)).split("dev")
     with pytest.raises(ValueError, match="p_bland"):
         X.dialogue(p_bland=1.5)
+
+
+def test_word_tokenizer_covers_every_task_and_the_stream_has_an_oracle():
+    from minipt.data.toy_words import toy_word_stream, word_tokenizer
+    tok = word_tokenizer()
+    unk = tok.token_to_id("<unk>")
+    texts = [e["text"] for e in T.sentiment((50, 0, 0)).train] + [e["question"] for e in T.span_qa((50, 0, 0)).train]
+    texts += [e["target"] for e in X.translation((50, 0, 0)).train] + [t for e in X.dialogue((50, 0, 0)).train for t in e["turns"]]
+    for t in texts:
+        assert unk not in tok.encode(t) and tok.decode(tok.encode(t)) == t
+    stream, oracle = toy_word_stream(5000, block_size=16, batch_size=4, seed=0)
+    assert tok.token_to_id("<pad>") == 0 and 1.0 < oracle < 3.0
+    assert tok.token_to_id("<|endoftext|>") in stream.splits["train"]
