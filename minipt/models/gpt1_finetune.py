@@ -1,0 +1,97 @@
+"""GPT-1 fine-tuning: a linear head on the extract token, with the auxiliary LM loss.
+
+Radford et al. 2018, section 3.2: the final hidden state h_l^m of the last input token
+(the extract token ``<e>``) goes through an added linear layer W_y,
+P(y | x) = softmax(h_l^m W_y), and the fine-tuning objective keeps language modelling
+as an auxiliary loss, L3 = L2 (task) + lambda * L1 (LM on the same inputs), lambda = 0.5.
+
+Two heads, after the paper's transformations (``gpt1_inputs``):
+- ``mode="classify"``: h (B, K, C) summed over the K sequences (K = 2 for similarity,
+  1 otherwise) -> logits (B, n_classes);
+- ``mode="choice"``: one score per sequence, W_y of shape (1, C) -> logits (B, K),
+  softmaxed across the K answers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.module import Module
+from ..nn.linear import Linear
+from ..ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from ..ops.linear import linear_forward
+from .gpt import GPT
+
+MODES = ("classify", "choice")
+
+
+class GPT1Finetune(Module):
+    def __init__(self, gpt: GPT, *, n_classes: int = 2, mode: str = "classify", lm_weight: float = 0.5,
+                 rng: np.random.Generator):
+        super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if lm_weight < 0:
+            raise ValueError(f"lm_weight must be >= 0, got {lm_weight}")
+        self.gpt, self.mode, self.lm_weight = gpt, mode, float(lm_weight)
+        d = gpt.config.d_model
+        # a bias on the choice score would add the same number to every answer: softmax
+        # across answers ignores it (its gradient is exactly 0), so that head has none
+        self.head = Linear(d, n_classes if mode == "classify" else 1, bias=mode == "classify", rng=rng,
+                           std=0.02, dtype=gpt.wte.params["weight"].dtype)
+        self._cache = None
+
+    def forward(self, idx: np.ndarray, extract: np.ndarray, lm_targets: np.ndarray | None = None,
+                labels: np.ndarray | None = None):
+        """idx (B, K, T), extract (B, K) [, lm_targets (B, K, T), labels (B,)] ->
+        (L2 + lambda L1, or None without labels), task logits (B, n_classes) or (B, K)."""
+        if idx.ndim != 3 or extract.shape != idx.shape[:2]:
+            raise ValueError(f"expected idx (B, K, T) and extract (B, K), got {idx.shape} and {extract.shape}")
+        B, K, T = idx.shape
+        if extract.min() < 0 or extract.max() >= T:
+            raise ValueError(f"extract positions must lie in [0, {T}), got {extract.min()}..{extract.max()}")
+        h = self.gpt.hidden(idx.reshape(B * K, T))              # (BK, T, C)
+        rows = np.arange(B * K)
+        h_e = h[rows, extract.reshape(-1)]                      # (BK, C): the <e> states
+        if self.mode == "classify":
+            logits = self.head(h_e.reshape(B, K, -1).sum(1))     # (B, n_classes)
+        else:
+            logits = self.head(h_e).reshape(B, K)               # (B, K): one score per answer
+        task = lm = None
+        loss = None
+        if labels is not None:
+            loss, task = cross_entropy_forward(logits, labels)
+        if labels is not None and lm_targets is not None and self.lm_weight > 0:
+            w, _ = self.gpt.head_weight()
+            lm_logits, lin = linear_forward(h, w, None)         # (BK, T, V)
+            lm_loss, ce = cross_entropy_forward(lm_logits, lm_targets.reshape(B * K, T))
+            loss = loss + self.lm_weight * lm_loss
+            lm = (lin, ce)
+        self._cache = (h.shape, rows, extract.reshape(-1), K, task, lm)
+        return loss, logits
+
+    def backward(self, dloss: float = 1.0) -> None:
+        h_shape, rows, ext, K, task, lm = self._cache
+        if task is None:
+            raise RuntimeError("backward needs a forward with labels")
+        dlogits = cross_entropy_backward(dloss, task)           # (B, n) or (B, K)
+        if self.mode == "classify":
+            dz = self.head.backward(dlogits)                    # (B, C)
+            dh_e = np.repeat(dz[:, None, :], K, axis=1).reshape(-1, h_shape[-1])   # (BK, C)
+        else:
+            dh_e = self.head.backward(dlogits.reshape(-1, 1))   # (BK, C)
+        dh = np.zeros(h_shape, dtype=dh_e.dtype)                # (BK, T, C)
+        dh[rows, ext] += dh_e
+        if lm is not None:
+            lin, ce = lm
+            dh += self.gpt.backward_head(cross_entropy_backward(dloss * self.lm_weight, ce), lin)
+        self.gpt.backward_hidden(dh)
+
+    def predict(self, idx: np.ndarray, extract: np.ndarray) -> np.ndarray:
+        """Predicted class (or answer index) per example, in eval mode."""
+        was = self.training
+        self.eval()
+        try:
+            _, logits = self.forward(idx, extract)
+        finally:
+            self.train(was)
+        return logits.argmax(-1)
