@@ -95,3 +95,14 @@ class GPT1Finetune(Module):
         finally:
             self.train(was)
         return logits.argmax(-1)
+
+
+def accuracy(model: GPT1Finetune, batches, split: str = "test") -> float:
+    """Fraction of ``split`` classified right (``batches``: a ``gpt1_inputs.TaskBatches``)."""
+    right = total = 0
+    for batch in batches.all_batches(split):
+        right += int((model.predict(batch.idx, batch.extract) == batch.labels).sum())
+        total += len(batch.labels)
+    if not total:
+        raise ValueError(f"the {split} split is empty")
+    return right / total

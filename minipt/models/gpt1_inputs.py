@@ -79,3 +79,26 @@ def make_batch(kind: str, examples: list[dict], tok: Tokenizer, block_size: int)
             extract[b, k] = len(s) - 1
     labels = np.array([ex["label"] for ex in examples], dtype=np.int64)
     return TaskBatch(idx, extract, lm_targets, labels)
+
+
+class TaskBatches:
+    """Random batches of one toy task for ``minipt.train.train`` (``get_batch(split, rng)``),
+    and the whole of a split in order for evaluation."""
+
+    def __init__(self, kind: str, data, tok: Tokenizer, block_size: int, batch_size: int):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.kind, self.data, self.tok = kind, data, tok
+        self.block_size, self.batch_size = block_size, batch_size
+
+    def get_batch(self, split: str, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+        examples = self.data.split(split)
+        if not examples:
+            raise ValueError(f"the {split} split of {self.data.name} is empty")
+        pick = rng.integers(0, len(examples), size=self.batch_size)
+        return make_batch(self.kind, [examples[i] for i in pick], self.tok, self.block_size).as_tuple()
+
+    def all_batches(self, split: str):
+        examples = self.data.split(split)
+        for lo in range(0, len(examples), self.batch_size):
+            yield make_batch(self.kind, examples[lo:lo + self.batch_size], self.tok, self.block_size)
