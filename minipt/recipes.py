@@ -34,7 +34,7 @@ class Recipe:
 
 PRESETS = {
     "toy": Recipe(model=dict(block_size=64, n_layer=2, n_head=4, d_model=64), batch_size=16,
-                  train=dict(steps=600, lr=3e-3, min_lr=3e-4, warmup=50, weight_decay=0.1, eval_every=100,
+                  train=dict(steps=1500, lr=3e-3, min_lr=3e-4, warmup=50, weight_decay=0.1, eval_every=100,
                              eval_batches=20, grad_clip=1.0), data=dict(n_tokens=400_000)),
     "shakespeare-char": Recipe(model=dict(block_size=64, n_layer=4, n_head=4, d_model=128), batch_size=12,
                                train=dict(steps=2000, lr=1e-3, min_lr=1e-4, warmup=100, weight_decay=0.1,
