@@ -1,4 +1,5 @@
-"""Command line: ``minipt train gpt``, ``minipt sample``, ``minipt gradcheck``."""
+"""Command line: ``minipt train gpt``, ``minipt sample`` (from a run or, with ``--hf``, a
+Hugging Face transformers folder), ``minipt export``, ``minipt gradcheck``."""
 from __future__ import annotations
 
 import argparse
@@ -52,13 +53,32 @@ def cmd_sample(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .generate import SamplingConfig, generate
-    from .recipes import load_trained
 
-    model, tok, _ = load_trained(args.checkpoint)
-    prompt = tok.encode_array(args.prompt)
+    if args.hf is not None:
+        from .interop.cli_commands import load_hf_for_sampling
+        model, tok = load_hf_for_sampling(args.hf)
+    else:
+        from .recipes import load_trained
+        model, tok, _ = load_trained(args.checkpoint)
+    if tok is None:                   # a transformers folder without tokenizer files: ids in, ids out
+        try:
+            prompt = np.array([int(t) for t in args.prompt.split()], dtype=np.int64)
+        except ValueError:
+            raise ValueError(f"{args.hf} has no tokenizer files (vocab.json + merges.txt, tokenizer.json or "
+                             "minipt_tokenizer.json); pass --prompt as space-separated token ids") from None
+    else:
+        prompt = tok.encode_array(args.prompt)
     new = generate(model, prompt, SamplingConfig(args.max_new_tokens, args.temperature, args.top_k, args.top_p),
                    np.random.default_rng(args.seed))
-    print(args.prompt + tok.decode(new))
+    print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])) if tok is None else args.prompt + tok.decode(new))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .interop.cli_commands import export_checkpoint
+
+    out, note = export_checkpoint(args.checkpoint, args.to, overwrite=args.overwrite)
+    print(f"wrote {out}: {note}")
     return 0
 
 
@@ -80,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("sample", help="continue a prompt with a trained model")
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run")
+    p.add_argument("--hf", default=None, metavar="FOLDER",
+                   help="sample from a Hugging Face transformers folder (GPT-2 or LLaMA layout) instead of a run")
     p.add_argument("--prompt", default="the ")
     p.add_argument("--max-new-tokens", type=int, default=200)
     p.add_argument("--temperature", type=float, default=0.8)
@@ -87,10 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_sample)
+    p = sub.add_parser("export", help="write a trained model as a Hugging Face transformers folder")
+    p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
+    p.add_argument("--to", required=True, metavar="FOLDER", help="the folder to write (config.json, model.safetensors)")
+    p.add_argument("--overwrite", action="store_true", help="replace FOLDER if it exists and is not empty")
+    p.set_defaults(func=cmd_export)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError, IndexError, KeyError, FileNotFoundError, ImportError, FloatingPointError) as e:
+    except (ValueError, TypeError, IndexError, KeyError, FileNotFoundError, FileExistsError, ImportError,
+            FloatingPointError) as e:
         print(f"minipt {args.command}: error: {e}", file=sys.stderr)   # bad input: a message, no traceback
         return 2
 

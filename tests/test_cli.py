@@ -34,3 +34,30 @@ def test_load_text_errors(tmp_path):
         load_text(bad)
     with pytest.raises(FileNotFoundError):
         load_text(tmp_path / "missing.txt")
+
+
+@pytest.mark.slow
+def test_export_then_sample_hf(tmp_path, capsys):
+    run, hf = tmp_path / "run", tmp_path / "hf"
+    assert main(["train", "gpt", "--steps", "5", "--out", str(run)]) == 0
+    assert main(["export", "--checkpoint", str(run), "--to", str(hf)]) == 0
+    out = capsys.readouterr().out
+    assert (hf / "model.safetensors").exists() and (hf / "config.json").exists()
+    assert "minipt_tokenizer.json" in out                     # a char model has no transformers tokenizer
+    assert main(["export", "--checkpoint", str(run), "--to", str(hf)]) == 2
+    assert "overwrite" in capsys.readouterr().err
+    for source in (["--checkpoint", str(run)], ["--hf", str(hf)]):
+        assert main(["sample", *source, "--prompt", "the ", "--max-new-tokens", "8", "--temperature", "0"]) == 0
+    from_run, from_hf = capsys.readouterr().out.splitlines()[-2:]
+    assert from_run == from_hf                                # greedy: the exported model is the same model
+
+
+def test_sample_hf_fixture_without_tokenizer_takes_ids(capsys):
+    from pathlib import Path
+    folder = Path(__file__).parent / "interop" / "fixtures" / "gpt2"
+    assert main(["sample", "--hf", str(folder), "--prompt", "1 2 3", "--max-new-tokens", "4",
+                 "--temperature", "0"]) == 0
+    ids = capsys.readouterr().out.split()
+    assert ids[:3] == ["1", "2", "3"] and len(ids) == 7
+    assert main(["sample", "--hf", str(folder), "--prompt", "hello"]) == 2
+    assert "token ids" in capsys.readouterr().err

@@ -1,0 +1,210 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 14 · Hugging Face interop: the same model in two libraries
+#
+# A model is its numbers plus the code that reads them. Hugging Face `transformers`
+# stores a model as a folder: `config.json` (the hyper-parameters; `model_type` names the
+# code) and `model.safetensors` (named tensors: a JSON header, then raw bytes, so loading
+# runs no code, unlike a pickled `pytorch_model.bin`). If minipt reads and writes those
+# folders, a model trained here continues in PyTorch on a GPU, and real weights can be
+# read through minipt's plain NumPy code.
+#
+# This lesson loads two folders that `transformers` wrote (a tiny random
+# `GPT2LMHeadModel` and `LlamaForCausalLM`, saved by `scripts/make_hf_fixtures.py` with
+# the logits and gradients PyTorch computed), reads the mapping between the two naming
+# schemes, checks minipt's forward *and hand-written backward* against PyTorch's, trains
+# a few steps in minipt and exports the result back. No torch is needed here.
+#
+# Shapes: `B` batch, `T` time, `C` channels, `V` vocabulary, `H` heads, `D` head size,
+# `F` feed-forward width.
+
+# %%
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import minipt
+from minipt.data.hmm_language import toy_corpus
+from minipt.interop import from_pretrained, save_pretrained, their_named
+from minipt.interop.gpt2_layout import entries as gpt2_entries
+from minipt.interop.llama_layout import entries as llama_entries
+from minipt.interop.safetensors_io import read_file, tensor_index
+from minipt.ops.positions import rope_forward
+from minipt.optim import AdamW
+from minipt.tokenizers.char import CharTokenizer
+from minipt.tokenizers.gpt2_files import load_gpt2_files
+
+FIXTURES = Path(minipt.__file__).resolve().parent.parent / "tests" / "interop" / "fixtures"
+print(sorted(p.name for p in FIXTURES.iterdir()))
+
+# %% [markdown]
+# ## 1. What is in a transformers folder
+# The config is plain JSON. The safetensors header gives every tensor's name, dtype and
+# shape without reading the data.
+
+# %%
+config = json.loads((FIXTURES / "gpt2" / "config.json").read_text())
+print({k: config[k] for k in ("model_type", "architectures", "n_embd", "n_layer", "n_head", "n_inner",
+                              "n_positions", "vocab_size", "activation_function", "layer_norm_epsilon",
+                              "tie_word_embeddings", "dtype")})
+index = tensor_index(FIXTURES / "gpt2")
+for name in sorted(index)[:8]:
+    print(f"{name:40s} {index[name].dtype} {index[name].shape}")
+print(f"... {len(index)} tensors; lm_head.weight present: {'lm_head.weight' in index}")
+
+# %% [markdown]
+# Three things to notice, each a line of the mapping (`minipt/interop/gpt2_layout.py`):
+#
+# - **Conv1D.** `attn.c_attn.weight` is (32, 96) = (C_in, 3C): GPT-2's `Conv1D` computes
+#   $y = xW + b$ and stores $W$ as (in, out). minipt's `Linear` computes $y = xW^\top + b$
+#   and stores (out, in). Every block matrix is transposed on the way in and out.
+# - **Fused q, k, v.** `c_attn` maps C to 3C, q then k then v, head h in columns
+#   $hD{:}(h+1)D$ of each third: the same layout as minipt's `c_attn`.
+# - **Tied head.** `tie_word_embeddings` is true, and there is no `lm_head.weight`: the
+#   logits are $h W_e^\top$ with the token embedding itself.
+
+# %%
+table = {e.theirs: e for e in gpt2_entries(from_pretrained(FIXTURES / "gpt2").config)}
+for name in ("transformer.wte.weight", "transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_attn.bias",
+             "transformer.h.0.mlp.c_fc.weight", "transformer.ln_f.weight"):
+    print(f"{name:38s} <- {table[name].ours:32s} {table[name].how}")
+
+# %% [markdown]
+# ## 2. Same logits, same gradients
+# `from_pretrained` builds `GPTConfig.gpt2(...)` from the config (an option minipt does not
+# implement would be a `ValueError` naming it), checks every tensor name and shape, and
+# copies the numbers in. The reference file holds the batch PyTorch saw, its logits, the
+# mean cross-entropy and the gradient of every parameter. We run minipt's forward and its
+# hand-written backward, map minipt's gradients to transformers' names with the same
+# table, and compare.
+
+# %%
+def compare(arch):
+    model = from_pretrained(FIXTURES / arch)                          # float64, as stored
+    ref, meta = read_file(FIXTURES / f"{arch}_reference.safetensors")
+    model.zero_grad()
+    loss, logits = model(ref["input_ids"], ref["targets"])             # (B, T, V)
+    model.backward()
+    rel = lambda a, b: np.abs(a - b).max() / np.abs(b).max()
+    grads = their_named(model, "grads")
+    worst = max(rel(grads[k[5:]], ref[k]) for k in ref if k.startswith("grad/"))
+    print(f"{arch}: transformers {meta['transformers']}, torch {meta['torch']}; loss {float(loss):.6f} "
+          f"(theirs {float(ref['loss']):.6f}); logits rel. error {rel(logits, ref['logits']):.1e}; "
+          f"worst of {len(grads)} gradients {worst:.1e}")
+    assert rel(logits, ref["logits"]) <= 1e-9 and worst <= 1e-8
+    return model
+
+
+gpt2 = compare("gpt2")
+
+# %% [markdown]
+# ## 3. LLaMA: split projections and the rotary convention
+# `LlamaForCausalLM` keeps `q_proj`, `k_proj`, `v_proj` apart (rows 0:C, C:2C, 2C:3C of
+# minipt's fused `c_attn`), has no biases, an untied `lm_head`, RMSNorm and SwiGLU
+# (`gate_proj` = minipt's `w1`, `up_proj` = `w3`, `down_proj` = `w2`).
+#
+# Rotary positions pair channels. transformers' LLaMA rotates **halves**: channel $i$
+# pairs with $i + D/2$, rotated by the angle $t\,\theta^{-2i/D}$ (`rotate_half`). Meta's
+# original code rotated interleaved pairs $(2i, 2i+1)$; the hub's folders were converted
+# by permuting q/k rows once. minipt's `rope_forward` rotates halves too, so the rows are
+# copied without a permutation. A unit vector on channel 1 shows it:
+
+# %%
+for e in llama_entries(from_pretrained(FIXTURES / "llama").config)[1:5]:
+    print(f"{e.theirs:42s} <- {e.ours:30s} {e.how} {e.part}/{e.parts}")
+D = 8
+x = np.zeros((1, 1, 1, D)); x[..., 1] = 1.0                            # (B, H, T, D): e_1
+y, _ = rope_forward(x, np.array([3]))                                  # position t = 3
+print("rotated e_1 at t=3:", np.round(y[0, 0, 0], 3), "-> channels 1 and", 1 + D // 2)
+llama = compare("llama")
+
+# %% [markdown]
+# (transformers takes RMSNorm and the rotary angles in float32 even in a float64 model;
+# the fixture script ran those two formulas in float64 so that the reference is exact to
+# float64 rounding.)
+#
+# ## 4. Continue training in minipt
+# The GPT-2 folder is now an ordinary minipt model. A few AdamW steps on the toy language
+# (27 characters, so the 64-token vocabulary has room) use minipt's own backward.
+
+# %%
+train_text, _, oracle, _ = toy_corpus(20_000, seed=0)
+tok = CharTokenizer().fit(train_text)
+data = tok.encode_array(train_text)                                    # (N,)
+rng = np.random.default_rng(0)
+opt = AdamW(gpt2, lr=3e-3, weight_decay=0.0)
+T = gpt2.config.block_size
+for step in range(61):
+    starts = rng.integers(0, len(data) - T - 1, size=16)
+    x = np.stack([data[s:s + T] for s in starts])                      # (B, T)
+    y = np.stack([data[s + 1:s + T + 1] for s in starts])              # (B, T)
+    gpt2.zero_grad()
+    loss, _ = gpt2(x, y)
+    gpt2.backward()
+    opt.step()
+    if step % 20 == 0:
+        print(f"step {step:3d}  loss {float(loss):.3f} nats/char  (the language's entropy: {oracle:.3f})")
+
+# %% [markdown]
+# ## 5. Export back, reload
+# `save_pretrained` writes the folder `GPT2LMHeadModel.from_pretrained` reads: the same
+# table in reverse, into a temporary folder that is renamed into place only when complete.
+# A character tokenizer has no transformers form, so it is saved as minipt's own
+# `minipt_tokenizer.json` (a byte-level BPE tokenizer would become GPT-2's `vocab.json` +
+# `merges.txt`). Reloading gives the very same bits.
+
+# %%
+out = Path(tempfile.mkdtemp()) / "gpt2-continued"
+save_pretrained(gpt2, out, tokenizer=tok)
+print(sorted(p.name for p in out.iterdir()))
+back = from_pretrained(out)
+same = all(np.array_equal(p, back.parameters()[k]) for k, p in gpt2.parameters().items())
+print("bitwise identical after the round trip:", same)
+assert same
+
+# %% [markdown]
+# Where PyTorch is installed, the folder continues there:
+#
+# ```python
+# from transformers import AutoModelForCausalLM
+# model = AutoModelForCausalLM.from_pretrained("gpt2-continued")   # a GPT2LMHeadModel
+# ```
+#
+# and `minipt sample --hf FOLDER` samples from any such folder with minipt.
+#
+# ## 6. Tokenizer files
+# GPT-2's tokenizer is two tables: `vocab.json` (token -> id, bytes shown as printable
+# characters: a space is `Ġ`) and `merges.txt` (the merges in learned order). This one was
+# trained by the `tokenizers` library and saved by transformers; minipt reads it and gives
+# the ids transformers gave.
+
+# %%
+bpe = load_gpt2_files(FIXTURES / "tokenizer")
+ref = json.loads((FIXTURES / "tokenizer_reference.json").read_text(encoding="utf-8"))
+for text, ids in list(zip(ref["texts"], ref["ids"]))[:3]:
+    print(f"{text!r:50} {bpe.encode(text) == ids}  {[bpe.id_to_token(i) for i in ids][:6]}")
+
+# %% [markdown]
+# **Summary.** Interop is a table: each tensor of the other library is one minipt
+# parameter, copied, transposed (Conv1D) or cut into rows (split q/k/v); the same table
+# maps gradients, so PyTorch's backward checks minipt's to 1e-8 in float64. The rotary
+# convention (halves, not interleaved pairs) and the epsilons are part of the mapping too.
+#
+# **Exercises.** (1) Transpose nothing in `gpt2_layout.entries` and reload: which check
+# fails, and would a square-only model have caught it? (2) Permute the q/k rows to
+# interleaved pairs and measure how far the logits move. (3) Export the LLaMA folder with
+# `tie_embeddings=True` after averaging `lm_head` into `wte`: what changes in the files?

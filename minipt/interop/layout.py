@@ -1,0 +1,95 @@
+"""A checkpoint layout: the table that maps minipt's parameter names onto another library's.
+
+One ``Entry`` per tensor of the other library says where its numbers live in minipt:
+
+- ``copy``: the same array under another name (``transformer.wte.weight`` <- ``wte.weight``);
+- ``transpose``: the same matrix stored the other way round. GPT-2's ``Conv1D`` keeps its
+  weight as (C_in, C_out) and computes x W; minipt's ``Linear`` keeps (C_out, C_in) and
+  computes x W^T, so the file holds W^T of minipt's W;
+- ``rows``: one block of rows of a fused minipt matrix. minipt projects q, k and v with one
+  ``c_attn`` (3C, C); LLaMA keeps ``q_proj``, ``k_proj``, ``v_proj`` (C, C) apart, which
+  are rows 0:C, C:2C and 2C:3C of it (``part`` 0, 1, 2 of ``parts`` 3).
+
+Every conversion is a relabelling, a transpose or a slice, all linear, so the same table
+carries parameters, gradients and shapes (``to_theirs``, ``from_theirs``,
+``their_shapes``), and a round trip gives the very same bits back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Entry:
+    theirs: str              # the tensor's name in the other library's files
+    ours: str                # the minipt parameter (``GPT.named_parameters()``) holding it
+    how: str = "copy"        # "copy" | "transpose" | "rows"
+    part: int = 0            # rows: which block of rows of ``ours``
+    parts: int = 1           # rows: how many equal blocks ``ours`` is cut into
+
+
+def _check_names(entries: list[Entry], ours: dict) -> None:
+    """The table and the model must name the same parameters (a layout bug otherwise)."""
+    covered = {e.ours for e in entries}
+    missing, extra = sorted(set(ours) - covered), sorted(covered - set(ours))
+    if missing or extra:
+        raise RuntimeError(f"layout table out of step with the model: parameters not mapped {missing}, "
+                           f"mapped but absent {extra}")
+
+
+def _rows(a: np.ndarray, e: Entry) -> np.ndarray:
+    n = a.shape[0] // e.parts
+    return a[e.part * n:(e.part + 1) * n]
+
+
+def to_theirs(entries: list[Entry], ours: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """minipt-named arrays (parameters or gradients) -> the other library's names (copies)."""
+    _check_names(entries, ours)
+    out = {}
+    for e in entries:
+        a = ours[e.ours]
+        if e.how == "copy":
+            out[e.theirs] = a.copy()
+        elif e.how == "transpose":
+            out[e.theirs] = np.ascontiguousarray(a.T)                    # (C_out, C_in) -> (C_in, C_out)
+        elif e.how == "rows":
+            out[e.theirs] = np.ascontiguousarray(_rows(a, e))            # (3C, C) -> (C, C)
+        else:
+            raise ValueError(f"layout entry {e.theirs}: unknown conversion {e.how!r}")
+    return out
+
+
+def from_theirs(entries: list[Entry], theirs: dict[str, np.ndarray], dtype) -> dict[str, np.ndarray]:
+    """The other library's arrays -> minipt-named arrays in ``dtype`` (fused rows concatenated
+    in ``part`` order)."""
+    out: dict[str, np.ndarray] = {}
+    blocks: dict[str, list[tuple[int, np.ndarray]]] = {}
+    for e in entries:
+        a = np.asarray(theirs[e.theirs])
+        if e.how == "copy":
+            out[e.ours] = a.astype(dtype, copy=True)
+        elif e.how == "transpose":
+            out[e.ours] = np.ascontiguousarray(a.T, dtype=dtype)         # (C_in, C_out) -> (C_out, C_in)
+        elif e.how == "rows":
+            blocks.setdefault(e.ours, []).append((e.part, a))
+        else:
+            raise ValueError(f"layout entry {e.theirs}: unknown conversion {e.how!r}")
+    for name, parts in blocks.items():
+        parts.sort(key=lambda pa: pa[0])
+        out[name] = np.concatenate([a for _, a in parts], axis=0).astype(dtype)   # (3C, C)
+    return out
+
+
+def their_shapes(entries: list[Entry], ours: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """The shape each of their tensors must have, from the minipt model's parameter shapes."""
+    out = {}
+    for e in entries:
+        shape = tuple(ours[e.ours])
+        if e.how == "transpose":
+            shape = shape[::-1]
+        elif e.how == "rows":
+            shape = (shape[0] // e.parts,) + shape[1:]
+        out[e.theirs] = shape
+    return out

@@ -1,0 +1,200 @@
+"""``save_pretrained`` / ``from_pretrained``: minipt GPTs as transformers folders.
+
+A transformers model folder is ``config.json`` (hyper-parameters; ``model_type`` names
+the architecture) plus ``model.safetensors`` (named tensors). minipt reads and writes
+two layouts, chosen by ``model_type``:
+
+- ``gpt2``  <-> ``GPT2LMHeadModel``  (``gpt2_layout.py``): GPT-2-style minipt models;
+- ``llama`` <-> ``LlamaForCausalLM`` (``llama_layout.py``): LLaMA-style minipt models.
+
+Loading checks before it reads any tensor: the config (an option minipt does not
+implement is a ValueError naming it), then every tensor name and shape against the model
+that config describes (a missing, extra or mis-shaped tensor is a ValueError naming it).
+Nothing is unpickled and no code from the folder runs; a ``pytorch_model.bin`` is refused.
+
+Saving is atomic: everything is written into a temporary folder beside the target, which
+is renamed into place only when complete, so a failed export leaves nothing behind (and
+an existing folder untouched unless ``overwrite=True``).
+
+``their_named(model, ...)`` gives the model's parameters or gradients under the
+transformers names, through the same tables, e.g. to compare gradients with PyTorch's.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..models.gpt import GPT, GPTConfig
+from . import gpt2_layout, llama_layout
+from .hf_config import read_config, write_config
+from .layout import from_theirs, their_shapes, to_theirs
+from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
+
+LAYOUTS = {gpt2_layout.MODEL_TYPE: gpt2_layout, llama_layout.MODEL_TYPE: llama_layout}
+_DTYPES = {"float32": np.float32, "float64": np.float64}
+MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
+
+
+def layout_for(config: GPTConfig):
+    """The layout module that can hold ``config``, or a ValueError saying why none can."""
+    if not config.prenorm:
+        problems = {None: "post-LN blocks (prenorm=False, as in GPT-1) have no counterpart in GPT2LMHeadModel or "
+                          "LlamaForCausalLM, which are pre-LN: the exported model would compute something else"}
+    elif config.sparse_window:
+        problems = {None: f"sparse_window={config.sparse_window} (GPT-3's banded sparse layers): GPT2LMHeadModel "
+                          "and LlamaForCausalLM attend densely in every layer, so the exported model would "
+                          "compute something else"}
+    else:
+        problems = {layout: layout.export_problem(config) for layout in (gpt2_layout, llama_layout)}
+    for layout, problem in problems.items():
+        if problem is None:
+            return layout
+    why = "; ".join(problems.values())
+    raise ValueError(f"cannot export this model to transformers: {why}. Exportable are GPT-2-style configs "
+                     "(GPTConfig.gpt2) and LLaMA-style configs (GPTConfig.llama)")
+
+
+def their_named(model: GPT, which: str = "params") -> dict[str, np.ndarray]:
+    """The model's parameters (``which="params"``) or gradients (``"grads"``) under the
+    transformers tensor names of its layout (copies)."""
+    arrays = model.parameters() if which == "params" else model.gradients()
+    return to_theirs(layout_for(model.config).entries(model.config), arrays)
+
+
+# -- saving ----------------------------------------------------------------------------------
+def save_pretrained(model: GPT, folder, *, tokenizer=None, overwrite: bool = False) -> Path:
+    """Write ``model`` as a transformers folder: ``config.json`` + ``model.safetensors``,
+    and ``tokenizer``'s files if given (byte-level BPE: GPT-2's vocab.json + merges.txt;
+    other minipt tokenizers: ``minipt_tokenizer.json``).
+
+    Raises ValueError for a model no transformers class can hold (GPT-1's post-LN, GPT-3's
+    sparse layers, mixed styles) before anything is written, and FileExistsError when
+    ``folder`` exists and is not empty (pass ``overwrite=True`` to replace it)."""
+    folder = Path(folder)
+    layout = layout_for(model.config)
+    dtype = np.dtype(model.dtype).name
+    if dtype not in _DTYPES:
+        raise ValueError(f"model dtype {dtype}: expected float32 or float64")
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"{folder} is a file; export needs a folder path")
+    if folder.exists() and any(folder.iterdir()) and not overwrite:
+        raise FileExistsError(f"{folder} exists and is not empty; pass overwrite=True to replace it")
+    bos = eos = None
+    if tokenizer is not None:
+        if tokenizer.vocab_size > model.config.vocab_size:
+            raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is "
+                             f"{model.config.vocab_size}")
+        eos = bos = tokenizer.special_tokens.get("<|endoftext|>")
+    tensors = to_theirs(layout.entries(model.config), model.parameters())
+    config = layout.config_to_hf(model.config, dtype, bos, eos)
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        write_tensors(tmp / WEIGHTS, tensors)
+        write_config(tmp, config)
+        if tokenizer is not None:
+            _write_tokenizer(tokenizer, tmp, model.config.block_size)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)                 # mkdtemp makes 0700
+        _move_into_place(tmp, folder)
+    except BaseException:                             # KeyboardInterrupt included
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
+
+
+def _write_tokenizer(tokenizer, folder: Path, block_size: int) -> None:
+    """Byte-level BPE -> GPT-2's vocab.json + merges.txt (transformers reads them); any other
+    minipt tokenizer (characters, words) -> ``minipt_tokenizer.json``, minipt's own format,
+    which transformers cannot read (see ``tokenizers/gpt2_files.py``)."""
+    from ..tokenizers.byte_bpe import ByteBPETokenizer
+    from ..tokenizers.gpt2_files import save_gpt2_files
+    if isinstance(tokenizer, ByteBPETokenizer):
+        save_gpt2_files(tokenizer, folder, model_max_length=block_size)
+    else:
+        tokenizer.save(folder / MINIPT_TOKENIZER)
+
+
+def _move_into_place(tmp: Path, folder: Path) -> None:
+    """Rename the finished ``tmp`` to ``folder``; an existing folder is swapped out first
+    and deleted only once the new one is in place."""
+    if not folder.exists():
+        os.rename(tmp, folder)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent))
+    os.rmdir(old)
+    os.rename(folder, old)
+    try:
+        os.rename(tmp, folder)
+    except BaseException:
+        os.rename(old, folder)                        # put the previous export back
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+# -- loading ---------------------------------------------------------------------------------
+def config_from_folder(folder) -> tuple[GPTConfig, object]:
+    """The minipt config a transformers folder describes, and its layout module."""
+    hf = read_config(folder)
+    layout = LAYOUTS.get(hf["model_type"])
+    if layout is None:
+        known = ", ".join(f"{k} ({m.ARCHITECTURE})" for k, m in LAYOUTS.items())
+        raise ValueError(f"{Path(folder) / 'config.json'}: model_type {hf['model_type']!r} is not supported; "
+                         f"minipt reads {known}")
+    try:
+        return layout.config_from_hf(hf), layout
+    except ValueError as e:                           # "config.json: <option> ..." -> with the folder
+        msg = str(e).removeprefix("config.json: ")
+        raise ValueError(f"{Path(folder) / 'config.json'}: {msg}") from None
+
+
+def _pick_dtype(dtype, index: dict):
+    """The requested dtype, or float64 when every stored tensor is float64, else float32."""
+    if dtype is not None:
+        if np.dtype(dtype).name not in _DTYPES:
+            raise ValueError(f"dtype must be float32 or float64, got {np.dtype(dtype).name}")
+        return np.dtype(dtype).type
+    return np.float64 if {info.dtype for info in index.values()} == {"F64"} else np.float32
+
+
+def from_pretrained(folder, *, dtype=None) -> GPT:
+    """A minipt ``GPT`` with the weights of a transformers ``GPT2LMHeadModel`` or
+    ``LlamaForCausalLM`` folder. ``dtype`` float32 / float64 (default: float64 if the file
+    is float64, else float32; float16 tensors are widened)."""
+    folder = Path(folder)
+    config, layout = config_from_folder(folder)
+    index = tensor_index(folder)
+    if not any(name.startswith(layout.PREFIX) for name in index):     # a bare GPT2Model / LlamaModel file
+        index = {(n if n == "lm_head.weight" else layout.PREFIX + n): v for n, v in index.items()}
+    index = {n: v for n, v in index.items() if not layout.is_buffer(n)}
+    model = GPT(config, rng=np.random.default_rng(0), dtype=_pick_dtype(dtype, index))
+    table = layout.entries(config)
+    want = their_shapes(table, {n: p.shape for n, p in model.named_parameters()})
+    spare_head = config.tie_embeddings and "lm_head.weight" in index     # some tied files still store it
+    have = {n: v for n, v in index.items() if not (spare_head and n == "lm_head.weight")}
+
+    missing = [n for n in want if n not in have]
+    if missing:
+        raise ValueError(f"{folder}: tensor {missing[0]} {want[missing[0]]} is missing from the safetensors file"
+                         + (f" ({len(missing)} missing in all)" if len(missing) > 1 else ""))
+    extra = sorted(n for n in have if n not in want)
+    if extra:
+        raise ValueError(f"{folder}: tensor {extra[0]} {have[extra[0]].shape} is not part of a {layout.ARCHITECTURE} "
+                         f"with this config.json" + (f" ({len(extra)} unexpected in all)" if len(extra) > 1 else ""))
+    for name, shape in want.items():
+        if have[name].shape != shape:
+            raise ValueError(f"{folder}: tensor {name} has shape {have[name].shape}, but config.json implies {shape}")
+
+    names = list(want) + (["lm_head.weight"] if spare_head else [])
+    stored = read_tensors(index, names)
+    if spare_head and not np.array_equal(stored["lm_head.weight"], stored[table[0].theirs]):
+        raise ValueError(f"{folder}: tie_word_embeddings is true but lm_head.weight differs from "
+                         f"{table[0].theirs}; set tie_word_embeddings to false to load an untied head")
+    model.load_state_dict(from_theirs(table, stored, model.dtype))
+    return model
