@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .prompting import padded_logits
+
 
 def next_token_logits(model, prompts: list[list[int]], pad_id: int = 0, batch_size: int = 128) -> np.ndarray:
     """Logits of the token after each prompt: (N, V), in eval mode."""
@@ -23,19 +25,11 @@ def next_token_logits(model, prompts: list[list[int]], pad_id: int = 0, batch_si
     if longest > block:
         raise ValueError(f"a prompt has {longest} tokens; the context holds {block}")
     out = []
-    was = model.training
-    model.eval()
-    try:
-        for lo in range(0, len(prompts), batch_size):
-            chunk = prompts[lo:lo + batch_size]
-            lengths = np.array([len(p) for p in chunk])                      # (B,)
-            idx = np.full((len(chunk), lengths.max()), pad_id, dtype=np.int64)  # (B, T)
-            for b, p in enumerate(chunk):
-                idx[b, :len(p)] = p
-            _, logits = model(idx)                                           # (B, T, V)
-            out.append(logits[np.arange(len(chunk)), lengths - 1])           # (B, V)
-    finally:
-        model.train(was)
+    for lo in range(0, len(prompts), batch_size):
+        chunk = prompts[lo:lo + batch_size]
+        lengths = np.array([len(p) for p in chunk])                          # (B,)
+        logits = padded_logits(model, chunk, pad_id)                         # (B, T, V)
+        out.append(logits[np.arange(len(chunk)), lengths - 1])               # (B, V)
     return np.concatenate(out).astype(np.float64)
 
 

@@ -17,36 +17,44 @@ import numpy as np
 from .ops.softmax import log_softmax_forward
 
 
+def padded_logits(model, seqs: list[list[int]], pad_id: int = 0) -> np.ndarray:
+    """Logits (B, T, V) for token sequences right-padded with ``pad_id`` to the longest,
+    in eval mode (the model's mode is restored). With causal attention the padding after
+    a sequence cannot change its logits."""
+    T = max(len(s) for s in seqs)
+    idx = np.full((len(seqs), T), pad_id, dtype=np.int64)           # (B, T)
+    for b, s in enumerate(seqs):
+        idx[b, :len(s)] = s
+    was = model.training
+    model.eval()
+    try:
+        _, logits = model(idx)                                       # (B, T, V)
+    finally:
+        model.train(was)
+    return logits
+
+
 def continuation_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int = 0,
                           batch_size: int = 64) -> list[np.ndarray]:
     """log p(c_t | prompt, c_<t) for every (prompt ids, continuation ids) pair: a list of
     arrays, one log-probability per continuation token."""
     block = model.config.block_size
     out: list[np.ndarray] = []
-    was = model.training
-    model.eval()
-    try:
-        for lo in range(0, len(pairs), batch_size):
-            chunk = pairs[lo:lo + batch_size]
-            seqs = []
-            for prompt, cont in chunk:
-                if not cont:
-                    raise ValueError("continuation_logprobs: a continuation is empty")
-                seq = list(prompt) + list(cont)
-                if len(seq) > block + 1:
-                    raise ValueError(f"prompt + continuation is {len(seq)} tokens; the context holds {block + 1}")
-                seqs.append(seq)
-            T = max(len(s) for s in seqs) - 1
-            idx = np.full((len(seqs), T), pad_id, dtype=np.int64)
-            for b, s in enumerate(seqs):
-                idx[b, :len(s) - 1] = s[:-1]
-            _, logits = model(idx)                                   # (B, T, V)
-            logp, _ = log_softmax_forward(logits.astype(np.float64))
-            for b, (s, (_, cont)) in enumerate(zip(seqs, chunk)):
-                pos = np.arange(len(s) - 1 - len(cont), len(s) - 1)  # positions that predict cont
-                out.append(logp[b, pos, np.asarray(cont)])
-    finally:
-        model.train(was)
+    for lo in range(0, len(pairs), batch_size):
+        chunk = pairs[lo:lo + batch_size]
+        seqs = []
+        for prompt, cont in chunk:
+            if not cont:
+                raise ValueError("continuation_logprobs: a continuation is empty")
+            seq = list(prompt) + list(cont)
+            if len(seq) > block + 1:
+                raise ValueError(f"prompt + continuation is {len(seq)} tokens; the context holds {block + 1}")
+            seqs.append(seq)
+        logits = padded_logits(model, [s[:-1] for s in seqs], pad_id)   # (B, T, V)
+        logp, _ = log_softmax_forward(logits.astype(np.float64))
+        for b, (s, (_, cont)) in enumerate(zip(seqs, chunk)):
+            pos = np.arange(len(s) - 1 - len(cont), len(s) - 1)      # positions that predict cont
+            out.append(logp[b, pos, np.asarray(cont)])
     return out
 
 
