@@ -110,4 +110,8 @@ def load_trained(out_dir: str):
     family = cfg.pop("family")
     model = GPT(GPTConfig(**cfg), rng=np.random.default_rng(0))
     ck.restore(model)
-    return model, Tokenizer.load(out / "tokenizer.json"), family
+    tok = Tokenizer.load(out / "tokenizer.json")
+    if tok.vocab_size != model.config.vocab_size:
+        raise ValueError(f"{out}: tokenizer.json has {tok.vocab_size} tokens but checkpoint.npz was trained "
+                         f"with a vocabulary of {model.config.vocab_size}: they come from different runs")
+    return model, tok, family

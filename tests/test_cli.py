@@ -61,3 +61,15 @@ def test_sample_hf_fixture_without_tokenizer_takes_ids(capsys):
     assert ids[:3] == ["1", "2", "3"] and len(ids) == 7
     assert main(["sample", "--hf", str(folder), "--prompt", "hello"]) == 2
     assert "token ids" in capsys.readouterr().err
+
+
+def test_checkpoint_and_tokenizer_from_different_runs(tmp_path, capsys):
+    import shutil
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["train", "gpt", "--steps", "2", "--out", str(a)]) == 0
+    (tmp_path / "words.txt").write_text("hello world, a small corpus of text for one test only. " * 40)
+    assert main(["train", "gpt", "--steps", "2", "--corpus", str(tmp_path / "words.txt"), "--out", str(b)]) == 0
+    shutil.copy(b / "tokenizer.json", a / "tokenizer.json")
+    capsys.readouterr()
+    assert main(["sample", "--checkpoint", str(a)]) == 2
+    assert "different runs" in capsys.readouterr().err
