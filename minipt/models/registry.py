@@ -1,0 +1,124 @@
+"""The model registry: what the CLI, the gradcheck suite, the contract tests and the
+``minipt models`` index know about each model, and all they know.
+
+Each model file ends with one ``register(ModelEntry(...))``. Adding a model is that file
+and that entry: ``minipt train <name>`` offers its presets, ``minipt gradcheck`` checks
+its gradients, ``tests/models/test_protocol.py`` holds it to the protocol
+(``protocol.py``), ``minipt models`` lists it, and none of them has an ``if`` per model.
+Entries are found by importing every module under ``minipt.models`` once.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Settings of one named training run: ``model`` goes to the entry's ``build``,
+    ``train`` to ``TrainConfig``, ``data`` to the recipe; ``expected`` is the measured
+    result quoted in the README (what ``minipt models`` prints)."""
+    model: dict
+    train: dict
+    batch_size: int = 16
+    data: dict = field(default_factory=dict)
+    expected: str = ""
+
+
+@dataclass(frozen=True)
+class GradcheckCase:
+    name: str                              # what is checked, e.g. "model GPT-2"
+    shapes: str                            # e.g. "pre-LN, tied, V7 T5 d8"
+    run: Callable[[], Any]                 # -> GradcheckResult, in float64
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str                              # the CLI word: ``minipt train <name>``
+    title: str                             # "GPT-2"
+    paper: str                             # "Radford et al. 2019, Language Models are Unsupervised ..."
+    objective: str                         # "causal LM", "MLM + NSP", ...
+    build: Callable[..., Any]              # build(*, rng, dtype=float32, **settings) -> model
+    tiny: Callable[[], tuple[Any, tuple]]  # a small float64 model and one batch (contract test, gradcheck)
+    lesson: str | None = None              # "09_gpt"
+    presets: dict[str, Preset] = field(default_factory=dict)
+    recipe: Callable[..., dict] | None = None   # recipe(entry, preset_name, **options) -> report
+    gradchecks: tuple[GradcheckCase, ...] = ()  # cases beyond the whole-model check of ``tiny``
+    language_model: bool = True            # False for task heads (no log_prob over a stream)
+    module: str = ""                       # filled in by ``register``: the file that holds it
+
+    @property
+    def file(self) -> str:
+        return self.module.replace(".", "/") + ".py"
+
+    def all_gradchecks(self) -> list[GradcheckCase]:
+        """The whole-model check (loss to every parameter, tied weights included) on
+        ``tiny``, then the entry's own cases. None for a model without backward."""
+        cases = []
+        model, batch = self.tiny()
+        if model.has_backward:
+            from ..core.gradcheck import check_module
+
+            def whole():
+                m, b = self.tiny()
+                return check_module(m, *b, select=lambda out: out[0], max_checks=12)
+            cases.append(GradcheckCase(f"model {self.title}", f"{self.objective}", whole))
+        return cases + list(self.gradchecks)
+
+
+_REGISTRY: dict[str, ModelEntry] = {}
+_DISCOVERED = False
+
+
+def register(entry: ModelEntry, *, module: str | None = None) -> ModelEntry:
+    """Add ``entry`` (called at the bottom of the model's file). Names are unique."""
+    import inspect
+    if module is None:
+        module = inspect.stack()[1].frame.f_globals.get("__name__", "")
+    entry = ModelEntry(**{**entry.__dict__, "module": module})
+    old = _REGISTRY.get(entry.name)
+    if old is not None and old.module != entry.module:
+        raise ValueError(f"model name {entry.name!r} is registered twice: {old.module} and {entry.module}")
+    _REGISTRY[entry.name] = entry
+    return entry
+
+
+def _discover() -> None:
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    from .. import models
+    for info in pkgutil.walk_packages(models.__path__, prefix="minipt.models."):
+        importlib.import_module(info.name)
+    _DISCOVERED = True
+
+
+def entries() -> list[ModelEntry]:
+    """Every registered model, in the order of the book (lesson number, then name)."""
+    _discover()
+    return sorted(_REGISTRY.values(), key=lambda e: (e.lesson or "99", e.name))
+
+
+def get(name: str) -> ModelEntry:
+    _discover()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown model {name!r}; registered: {', '.join(e.name for e in entries())}")
+    return _REGISTRY[name]
+
+
+def trainable() -> list[ModelEntry]:
+    """The entries ``minipt train`` offers: those with a recipe and at least one preset."""
+    return [e for e in entries() if e.recipe is not None and e.presets]
+
+
+def build(spec: dict, *, rng: np.random.Generator | None = None, dtype=np.float32):
+    """Rebuild a model from ``model.spec()`` (parameters freshly initialised)."""
+    spec = dict(spec)
+    if "model" not in spec:
+        raise ValueError(f"a model spec needs a 'model' key naming the registry entry, got keys {sorted(spec)}")
+    entry = get(spec.pop("model"))
+    return entry.build(rng=rng if rng is not None else np.random.default_rng(0), dtype=dtype, **spec)
