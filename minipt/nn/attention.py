@@ -15,6 +15,8 @@ the block's); a ``LayerCache`` slot for incremental decoding (inference only).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..core.checks import check_float, check_last_dim, check_ndim, check_positive_int
@@ -23,6 +25,13 @@ from ..ops.attention import attention_backward, attention_forward
 from ..ops.positions import rope_backward, rope_forward
 from .kv_cache import LayerCache
 from .linear import Linear
+
+
+class AttentionGrads(NamedTuple):
+    """What ``MultiHeadAttention.backward`` returns, the same fields every time."""
+    dx: np.ndarray                  # (B, T, C) queries' input
+    dmemory: np.ndarray | None      # (B, S, C) cross-attention's memory, else None
+    dbias: np.ndarray | None        # the additive bias's shape, or None without one
 
 
 class MultiHeadAttention(Module):
@@ -117,12 +126,12 @@ class MultiHeadAttention(Module):
                                         rng=self.rng, training=self.training)   # (B, H, T, D)
         self.last_weights = acache["p"] if return_weights else None           # (B, H, T, S)
         self._cache = None if cache is not None else (acache, rope_caches, k.shape[2])
-        self.dbias = None
         y = out.transpose(0, 2, 1, 3).reshape(B * T, C)                       # heads concatenated
         return self.c_proj(y).reshape(B, T, C)                              # (B, T, C)
 
-    def backward(self, dy: np.ndarray):
-        """dy (B, T, C) -> dx (B, T, C), or (dx, dmemory (B, S, C)) for cross-attention."""
+    def backward(self, dy: np.ndarray) -> "AttentionGrads":
+        """dy (B, T, C) -> AttentionGrads(dx (B, T, C), dmemory (B, S, C) or None for
+        self-attention, dbias (the bias's shape) or None without a bias)."""
         if self._cache is None:
             raise RuntimeError("MultiHeadAttention.backward needs a forward without a KV cache first "
                                "(the cache is for inference only)")
@@ -130,7 +139,7 @@ class MultiHeadAttention(Module):
         B, T, C = dy.shape
         H, D = self.n_heads, self.head_dim
         dout = self.c_proj.backward(dy.reshape(B * T, C)).reshape(B, T, H, D)        # (B, T, H, D)
-        dq, dk, dv, self.dbias = attention_backward(dout.transpose(0, 2, 1, 3), acache)   # (B, H, T|S, D)
+        dq, dk, dv, dbias = attention_backward(dout.transpose(0, 2, 1, 3), acache)   # (B, H, T|S, D)
         if rope_caches is not None:
             dq = rope_backward(dq, rope_caches[0])
             dk = rope_backward(dk, rope_caches[1])
@@ -147,5 +156,6 @@ class MultiHeadAttention(Module):
         if self.cross:
             dx = self.q_proj.backward(dq_rows.reshape(B * T, C)).reshape(B, T, C)    # (B, T, C)
             dmem = self.kv_proj.backward(dkv.reshape(B * S, 2 * C)).reshape(B, S, C)  # (B, S, C)
-            return dx, dmem
-        return self.c_attn.backward(dqkv.reshape(B * T, 3 * C)).reshape(B, T, C)    # (B*T, 3C) -> (B, T, C)
+            return AttentionGrads(dx, dmem, dbias)
+        dx = self.c_attn.backward(dqkv.reshape(B * T, 3 * C)).reshape(B, T, C)      # (B*T, 3C) -> (B, T, C)
+        return AttentionGrads(dx, None, dbias)

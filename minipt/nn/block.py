@@ -18,6 +18,8 @@ through f; a post-LN y = LN(z) first turns dy into dz.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..core.checks import check_positive_int
@@ -35,6 +37,14 @@ def make_norm(kind: str, dim: int, eps: float, dtype) -> Module:
     if kind == "rms":
         return RMSNorm(dim, eps, dtype=dtype)
     raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
+
+
+class BlockGrads(NamedTuple):
+    """What a block's (and a stack's) backward returns, the same fields every time."""
+    dx: np.ndarray                  # (B, T, C)
+    dmemory: np.ndarray | None      # (B, S, C) with cross-attention, else None
+    dattn_bias: np.ndarray | None   # gradient of the self-attention bias (T5's relative bias)
+    dcross_bias: np.ndarray | None  # gradient of the cross-attention bias
 
 
 class TransformerBlock(Module):
@@ -58,8 +68,6 @@ class TransformerBlock(Module):
         self.ln_2 = make_norm(norm, d_model, eps, dtype)
         self.mlp = FeedForward(d_model, d_ff, rng=rng, activation=activation, bias=bias, dropout=dropout,
                                out_std=out_std, dtype=dtype)        # its dropout is the residual one
-        self.dattn_bias: np.ndarray | None = None     # gradient of attn_bias, after backward
-        self.dcross_bias: np.ndarray | None = None    # gradient of cross_bias, after backward
         self._cached = False
 
     def forward(self, x: np.ndarray, memory: np.ndarray | None = None, *, mask: np.ndarray | None = None,
@@ -98,27 +106,30 @@ class TransformerBlock(Module):
     def _ffn_backward(self, dy: np.ndarray) -> np.ndarray:
         return self.mlp.backward(dy.reshape(-1, dy.shape[-1])).reshape(dy.shape)
 
-    def backward(self, dy: np.ndarray):
-        """dy (B, T, C) -> dx (B, T, C), or (dx, dmemory (B, S, C)) with cross-attention."""
+    def backward(self, dy: np.ndarray) -> "BlockGrads":
+        """dy (B, T, C) -> BlockGrads(dx (B, T, C), dmemory (B, S, C) or None,
+        dattn_bias, dcross_bias (each the bias's shape, or None))."""
         if self._cached:
             raise RuntimeError("TransformerBlock.backward after a KV-cached forward: the cache is for "
                                "inference only; run forward without a cache to train")
-        dmem = None
+        cross = None
         if self.prenorm:
             dh = dy + self.ln_2.backward(self._ffn_backward(dy))          # y = h + FFN(LN_2(h))
             if self.has_cross:                                           # h' = h + Cross(LN_c(h))
-                dq, dmem = self.cross_attn.backward(self.drop_cross.backward(dh))
-                dh = dh + self.ln_cross.backward(dq)
-            dx = dh + self.ln_1.backward(self.attn.backward(self.drop_1.backward(dh)))
+                cross = self.cross_attn.backward(self.drop_cross.backward(dh))
+                dh = dh + self.ln_cross.backward(cross.dx)
+            att = self.attn.backward(self.drop_1.backward(dh))
+            dx = dh + self.ln_1.backward(att.dx)
         else:
             dz = self.ln_2.backward(dy)                                  # y = LN_2(z), z = h + FFN(h)
             dh = dz + self._ffn_backward(dz)
             if self.has_cross:                                           # h' = LN_c(h + Cross(h))
                 dz = self.ln_cross.backward(dh)
-                dq, dmem = self.cross_attn.backward(self.drop_cross.backward(dz))
-                dh = dz + dq
+                cross = self.cross_attn.backward(self.drop_cross.backward(dz))
+                dh = dz + cross.dx
             dz = self.ln_1.backward(dh)                                  # h = LN_1(x + Attn(x))
-            dx = dz + self.attn.backward(self.drop_1.backward(dz))
-        self.dattn_bias = self.attn.dbias
-        self.dcross_bias = self.cross_attn.dbias if self.has_cross else None
-        return (dx, dmem) if self.has_cross else dx
+            att = self.attn.backward(self.drop_1.backward(dz))
+            dx = dz + att.dx
+        if cross is None:
+            return BlockGrads(dx, None, att.dbias, None)
+        return BlockGrads(dx, cross.dmemory, att.dbias, cross.dbias)

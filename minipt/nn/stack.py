@@ -13,7 +13,8 @@
   model passes through ``block_kwargs``.
 
 A shared additive bias (T5's relative position bias, one table for all layers) gets the
-sum of every layer's gradient on ``dattn_bias`` (and ``dcross_bias``) after backward.
+sum of every layer's gradient: ``backward`` returns a ``BlockGrads`` whose ``dattn_bias``
+(and ``dcross_bias``) are summed over layers, as ``dmemory`` is.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..core.checks import check_positive_int
 from ..core.module import Module
-from .block import TransformerBlock, make_norm
+from .block import BlockGrads, TransformerBlock, make_norm
 
 LayerMasks = Sequence[np.ndarray | None] | Callable[[int, int, int], np.ndarray | None] | None
 
@@ -59,8 +60,6 @@ class TransformerStack(Module):
                                   block_kwargs.get("eps", 1e-5), block_kwargs.get("dtype", np.float32))
         else:
             self.ln_f = None
-        self.dattn_bias: np.ndarray | None = None
-        self.dcross_bias: np.ndarray | None = None
         self._cached = False
 
     @staticmethod
@@ -101,22 +100,18 @@ class TransformerStack(Module):
             x = block(x, memory, mask=layer_mask, cache=None if cache is None else cache[i], **kw)
         return x if self.ln_f is None else self.ln_f(x)
 
-    def backward(self, dy: np.ndarray):
-        """dy (B, T, C) -> dx, or (dx, dmemory summed over layers) for a decoder stack."""
+    def backward(self, dy: np.ndarray) -> BlockGrads:
+        """dy (B, T, C) -> BlockGrads(dx, dmemory, dattn_bias, dcross_bias), the last three
+        summed over layers (None where no layer has them)."""
         if self._cached:
             raise RuntimeError("TransformerStack.backward after a KV-cached forward: the cache is for "
                                "inference only; run forward without a cache to train")
         if self.ln_f is not None:
             dy = self.ln_f.backward(dy)
-        dmem = dbias = dcross = None
         add = lambda total, g: g if total is None else (total if g is None else total + g)
+        dmem = dbias = dcross = None
         for block in reversed(self.blocks):
-            out = block.backward(dy)
-            if self.has_cross:
-                dy, dm = out
-                dmem = add(dmem, dm)
-            else:
-                dy = out
-            dbias, dcross = add(dbias, block.dattn_bias), add(dcross, block.dcross_bias)
-        self.dattn_bias, self.dcross_bias = dbias, dcross
-        return (dy, dmem) if self.has_cross else dy
+            g = block.backward(dy)
+            dy = g.dx
+            dmem, dbias, dcross = add(dmem, g.dmemory), add(dbias, g.dattn_bias), add(dcross, g.dcross_bias)
+        return BlockGrads(dy, dmem, dbias, dcross)

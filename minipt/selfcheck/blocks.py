@@ -56,7 +56,8 @@ class BiasedAttention(Module):
         return self.attn(x, causal=True, bias=bias)
 
     def backward(self, dy):
-        return self.attn.backward(dy), self.attn.dbias
+        g = self.attn.backward(dy)
+        return g.dx, g.dbias
 
 
 class T5Stack(Module):
@@ -73,9 +74,9 @@ class T5Stack(Module):
         return self.stack(x, causal=True, attn_bias=self.rel(x.shape[1]))
 
     def backward(self, dy):
-        dx = self.stack.backward(dy)
-        self.rel.backward(self.stack.dattn_bias)
-        return dx
+        g = self.stack.backward(dy)
+        self.rel.backward(g.dattn_bias)
+        return g.dx
 
 
 class PositionsBlock(Module):
@@ -90,7 +91,7 @@ class PositionsBlock(Module):
         return self.block(x + self.wpe(x.shape[1], offset=2), causal=True)
 
     def backward(self, dy):
-        dx = self.block.backward(dy)
+        dx = self.block.backward(dy).dx
         self.wpe.backward(dx)
         return dx
 

@@ -75,7 +75,7 @@ def test_pre_ln_is_residual_with_zero_branches():
     m.mlp.c_proj.params["bias"][...] = 0
     x = x_()
     np.testing.assert_array_equal(m(x), x)
-    np.testing.assert_array_equal(m.backward(np.ones_like(x)), np.ones_like(x))
+    np.testing.assert_array_equal(m.backward(np.ones_like(x)).dx, np.ones_like(x))
 
 
 def test_names_follow_hugging_face_gpt2():
@@ -102,7 +102,7 @@ def test_decoder_block_returns_dmemory_and_uses_memory():
     y = m(x, mem, causal=True)
     assert not np.allclose(y, m(x, mem * 2, causal=True))
     m(x, mem, causal=True)
-    dx, dmem = m.backward(np.ones_like(y))
+    dx, dmem, _, _ = m.backward(np.ones_like(y))
     assert dx.shape == x.shape and dmem.shape == mem.shape and np.any(dmem)
 
 
@@ -122,7 +122,7 @@ def test_float32_block_stays_float32():
                          cross_attention=True, dropout=0.1)
     x, mem = x_().astype(np.float32), x_(3, (B, S, C)).astype(np.float32)
     y = m(x, mem, causal=True, positions=np.arange(T))
-    dx, dmem = m.backward(np.ones_like(y))
+    dx, dmem, _, _ = m.backward(np.ones_like(y))
     assert y.dtype == dx.dtype == dmem.dtype == np.float32
     assert all(g.dtype == np.float32 for g in m.gradients().values())
 

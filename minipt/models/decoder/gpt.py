@@ -187,7 +187,7 @@ class GPT(Module):
         return dh
 
     def backward_hidden(self, dh: np.ndarray) -> None:
-        dx = self.drop.backward(self.h.backward(dh))            # (B, T, C)
+        dx = self.drop.backward(self.h.backward(dh).dx)         # (B, T, C)
         if self.wpe is not None:
             self.wpe.backward(dx)                               # sums over B
         self.wte.backward(dx)
