@@ -60,7 +60,7 @@ from minipt.train import TrainConfig, train
 SEED = 0
 start = time.perf_counter()
 tok = P.prompt_tokenizer()
-PAD, EOT, NL = (tok.token_to_id(t) for t in ("<pad>", ENDOFTEXT, P.NEWLINE))
+PAD, EOT, NL = (tok.token_to_id(t) for t in ("[PAD]", ENDOFTEXT, P.NEWLINE))
 
 # %% [markdown]
 # ## 1. A toy web with tasks inside it

@@ -105,7 +105,7 @@ assert check.passed
 # %% [markdown]
 # ## 4. Train the forward and the backward model
 # Two word-level GPT-2s, 2 layers, d 64, identical except for the data direction. Each
-# session of N turns gives N - 1 examples; batches are right-padded with `<pad>`.
+# session of N turns gives N - 1 examples; batches are right-padded with `[PAD]`.
 
 # %%
 sessions = {split: [e["turns"] for e in data.split(split)] for split in ("train", "val")}

@@ -4,7 +4,7 @@ The fine-tuning, zero-shot, in-context and dialogue lessons work in words: a toy
 sentence is 5-10 tokens instead of 25-45 characters, so a GPT sees whole examples in a
 short context. ``word_tokenizer()`` knows every word the language and its tasks use,
 plus the special tokens of the models that need them:
-``<pad>``, ``<|endoftext|>`` (GPT-2's document separator; the toy text's newline),
+``[PAD]``, ``<|endoftext|>`` (GPT-2's document separator; the toy text's newline),
 GPT-1's ``<s>`` (start), ``<$>`` (delimiter) and ``<e>`` (extract), and ``=>``, the
 arrow that separates an input from its answer in tasks posed as text.
 """
@@ -14,21 +14,21 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..tokenizers.special import ENDOFTEXT
+from ..tokenizers.special import DELIM, ENDOFTEXT, EXTRACT, PAD, START
 from ..tokenizers.word import WordTokenizer
 from .batching import TokenStream
 from .hmm_language import HMMLanguage
 from .toy_grammar import END_WORD
 from .toy_text_tasks import BLAND, lexicon
 
-PAD, START, DELIM, EXTRACT, ARROW = "<pad>", "<s>", "<$>", "<e>", "=>"
+ARROW = "=>"
 SPECIALS = [PAD, ENDOFTEXT, START, DELIM, EXTRACT, ARROW]
 TASK_WORDS = ["who", "?", "positive", "negative", "yes", "no"] + [w for b in BLAND for w in b.split()]
 
 
 @lru_cache(maxsize=1)
 def word_tokenizer() -> WordTokenizer:
-    """Specials first (``<pad>`` is id 0), then the language's words, task words and the
+    """Specials first (``[PAD]`` is id 0), then the language's words, task words and the
     toy translation's words, each once."""
     words = list(HMMLanguage.build().vocab) + TASK_WORDS + sorted(set(lexicon().values()))
     words = [w for w in dict.fromkeys(words) if w != END_WORD]

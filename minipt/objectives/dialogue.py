@@ -18,7 +18,7 @@ only the history. Per example, with ``|`` the separator ``<|endoftext|>``::
     backward  r | h_m | ... | h_2 | h_1 |      targets on "h_m | ... | h_1 |"
 
 Inputs are x = seq[:-1] and targets y = seq[1:], with IGNORE (-100) wherever the next
-token belongs to the conditioning side. Batches are right-padded with ``<pad>`` (a causal
+token belongs to the conditioning side. Batches are right-padded with ``[PAD]`` (a causal
 model never looks right, so padding changes nothing before it) and padded targets are
 IGNORE. A session of N turns gives N - 1 examples, one per response.
 """
@@ -29,10 +29,9 @@ from typing import Sequence
 import numpy as np
 
 from ..core.checks import check_positive_int
-from ..tokenizers.special import ENDOFTEXT
+from ..tokenizers.special import ENDOFTEXT, PAD
 from .common import IGNORE
 
-PAD = "<pad>"
 DIRECTIONS = ("forward", "backward")
 
 

@@ -12,7 +12,7 @@ extract token ``<e>`` whose final hidden state feeds the task head:
                     and the scores are softmaxed across the answers.
 
 Every example becomes K sequences (K = 1, 2 or the number of answers). A batch holds
-ids (B, K, T) padded with ``<pad>``, the extract positions (B, K), next-token targets
+ids (B, K, T) padded with ``[PAD]``, the extract positions (B, K), next-token targets
 for the auxiliary LM loss (B, K, T; IGNORE on padding) and the labels (B,).
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ import numpy as np
 from ..core.checks import check_positive_int
 from ..objectives.common import IGNORE
 from ..tokenizers.base import Tokenizer
+from ..tokenizers.special import DELIM, EXTRACT, PAD, START
 
-START, DELIM, EXTRACT, PAD = "<s>", "<$>", "<e>", "<pad>"
 KINDS = ("classification", "entailment", "similarity", "multiple_choice")
 
 

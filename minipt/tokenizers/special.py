@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from typing import Iterable, Iterator
 
-PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"   # PAD: the one padding token
 BERT_SPECIALS = (PAD, UNK, CLS, SEP, MASK)
 BOS, EOS = "<s>", "</s>"
 ENDOFTEXT = "<|endoftext|>"
+START, DELIM, EXTRACT = BOS, "<$>", "<e>"      # GPT-1's task tokens (Radford et al. 2018, section 3.3)
 
 
 def t5_sentinels(n: int) -> list[str]:

@@ -152,5 +152,5 @@ def test_word_tokenizer_covers_every_task_and_the_stream_has_an_oracle():
     for t in texts:
         assert unk not in tok.encode(t) and tok.decode(tok.encode(t)) == t
     stream, oracle = toy_word_stream(5000, block_size=16, batch_size=4, seed=0)
-    assert tok.token_to_id("<pad>") == 0 and 1.0 < oracle < 3.0
+    assert tok.token_to_id("[PAD]") == 0 and 1.0 < oracle < 3.0
     assert tok.token_to_id("<|endoftext|>") in stream.splits["train"]

@@ -95,7 +95,7 @@ def test_batches_come_from_toy_sessions_and_fit_the_context():
                                             batch_size=5, max_len=40)
     x, y = batches.get_batch("train", np.random.default_rng(0))
     assert x.shape[0] == 5 and x.shape == y.shape and x.shape[1] <= 40
-    pad = tok.token_to_id("<pad>")
+    pad = tok.token_to_id("[PAD]")
     assert np.all(y[x == pad] == IGNORE)
     # every row's counted targets end with the separator that closes the oldest history turn
     for row in y:

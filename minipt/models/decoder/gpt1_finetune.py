@@ -22,6 +22,8 @@ Parameters: those of the GPT-1 body under ``gpt.`` (``gpt.py``), and
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ...core.module import Module, eval_mode
@@ -32,6 +34,15 @@ from ..registry import GradcheckCase, ModelEntry, register
 from .gpt import GPT, TINY, GPTConfig, perturbed
 
 MODES = ("classify", "choice")
+
+
+class _HeadCache(NamedTuple):
+    h_shape: tuple                  # (BK, T, C)
+    rows: np.ndarray                # (BK,) row index of each sequence
+    extract: np.ndarray             # (BK,) position of its <e> token
+    K: int                          # sequences per example
+    task: tuple | None              # the task cross-entropy's cache
+    lm: tuple | None                # (linear cache, cross-entropy cache) of the auxiliary LM loss
 
 
 class GPT1Finetune(Module):
@@ -92,11 +103,11 @@ class GPT1Finetune(Module):
             lm_loss, ce = cross_entropy_forward(lm_logits, lm_targets.reshape(B * K, T))
             loss = loss + self.lm_weight * lm_loss
             lm = (lin, ce)
-        self._cache = (h.shape, rows, extract.reshape(-1), K, task, lm)
+        self._cache = _HeadCache(h.shape, rows, extract.reshape(-1), K, task, lm)
         return loss, logits
 
     def backward(self, dloss: float = 1.0) -> None:
-        h_shape, rows, ext, K, task, lm = self._cache
+        h_shape, rows, ext, K, task, lm = self._cache      # a _HeadCache
         if task is None:
             raise RuntimeError("backward needs a forward with labels")
         dlogits = cross_entropy_backward(dloss, task)           # (B, n) or (B, K)
