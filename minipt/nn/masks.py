@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def _positive(name: str, n: int) -> None:
-    if int(n) != n or n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n}")
+from ..core.checks import check_positive_int as _positive
+from ..ops.attention import combine_masks as combine  # noqa: F401  (the one AND of masks)
 
 
 def bidirectional(T: int, S: int | None = None) -> np.ndarray:
@@ -79,12 +78,3 @@ def from_matrix(m) -> np.ndarray:
     if m.ndim not in (2, 3):
         raise ValueError(f"a may-attend matrix must be (T, S) or (B, T, S), got shape {m.shape}")
     return m
-
-
-def combine(*masks: np.ndarray | None) -> np.ndarray | None:
-    """Logical AND of masks (None = no restriction), broadcasting their shapes."""
-    out = None
-    for m in masks:
-        if m is not None:
-            out = m if out is None else (out & m)
-    return out

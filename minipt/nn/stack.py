@@ -24,18 +24,10 @@ import numpy as np
 
 from ..core.checks import check_positive_int
 from ..core.module import Module
+from . import masks
 from .block import BlockGrads, TransformerBlock, make_norm
 
 LayerMasks = Sequence[np.ndarray | None] | Callable[[int, int, int], np.ndarray | None] | None
-
-
-def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
-    """AND two may-attend masks of shape (T, S), (B, T, S) or (B, 1, T, S)."""
-    if a is None or b is None:
-        return b if a is None else a
-    if {a.ndim, b.ndim} == {3, 4}:                     # (B, T, S) vs (B, 1, T, S): align the head axis
-        a, b = (a[:, None] if a.ndim == 3 else a), (b[:, None] if b.ndim == 3 else b)
-    return a & b
 
 
 class TransformerStack(Module):
@@ -96,7 +88,7 @@ class TransformerStack(Module):
         kw = dict(causal=causal, attn_bias=attn_bias, positions=positions, memory_mask=memory_mask,
                   cross_bias=cross_bias)
         for i, block in enumerate(self.blocks):
-            layer_mask = _and(mask, self._layer_mask(layer_masks, i, T, S))
+            layer_mask = masks.combine(mask, self._layer_mask(layer_masks, i, T, S))
             x = block(x, memory, mask=layer_mask, cache=None if cache is None else cache[i], **kw)
         return x if self.ln_f is None else self.ln_f(x)
 

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+
 from .. import kernels
 from ..core.checks import check_same_dtype
 from .softmax import softmax_backward
@@ -44,16 +45,26 @@ def _check(q, k, v, mask, bias):
         raise ValueError(f"bias shape {bias.shape} does not fit (H, T, S) = ({H}, {T}, {S})")
 
 
+def combine_masks(*masks: np.ndarray | None) -> np.ndarray | None:
+    """Logical AND of may-attend masks (None = no restriction): the one place masks are
+    combined. Shapes (T, S), (B, T, S) and (B, 1, T, S) broadcast; a (B, T, S) mask
+    meeting a 4-D one gets its head axis first."""
+    given = [m for m in masks if m is not None]
+    if any(m.ndim == 4 for m in given):
+        given = [m[:, None] if m.ndim == 3 else m for m in given]       # (B, T, S) -> (B, 1, T, S)
+    out = None
+    for m in given:
+        out = m if out is None else (out & m)
+    return out
+
+
 def allowed_mask(T: int, S: int, mask: np.ndarray | None, causal: bool) -> np.ndarray | None:
     """Combine a may-attend mask and the causal rule into one array broadcastable to
     (B, H, T, S), or None when everything is allowed."""
-    out = None
-    if mask is not None:
-        out = mask if mask.ndim != 3 else mask[:, None]          # (B, 1, T, S)
-    if causal:
-        tri = np.arange(S)[None, :] <= np.arange(T)[:, None] + (S - T)   # (T, S)
-        out = tri if out is None else (out & tri)
-    return out
+    if mask is not None and mask.ndim == 3:
+        mask = mask[:, None]                                     # (B, T, S) -> (B, 1, T, S)
+    tri = np.arange(S)[None, :] <= np.arange(T)[:, None] + (S - T) if causal else None   # (T, S)
+    return combine_masks(mask, tri)
 
 
 def attention_forward(q, k, v, mask=None, *, causal=False, bias=None, dropout_p=0.0,
