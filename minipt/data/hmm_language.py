@@ -68,26 +68,23 @@ class HMMLanguage:
         """(words, the state that emitted each word): a stream of ``n_words`` words,
         completed to the end of the current document."""
         check_positive_int("n_words", n_words)
-        end = self.vocab.index(END_WORD)
-        words: list[str] = []
-        states: list[str] = []
-        for s, w in self.walk(rng):
-            words.append(self.vocab[w])
-            states.append(self.states[s])
-            if len(words) >= n_words and w == end:
-                return words, states
+        return self._collect(rng, lambda words: len(words) >= n_words and words[-1] == END_WORD)
 
     def sample_words(self, n_words: int, rng: np.random.Generator) -> list[str]:
         return self.sample(n_words, rng)[0]
 
     def sample_sentence(self, rng: np.random.Generator, stop: str = ".") -> tuple[list[str], list[str]]:
         """One sentence from the start state to the full stop: (words, states)."""
+        return self._collect(rng, lambda words: words[-1] == stop)
+
+    def _collect(self, rng: np.random.Generator, done) -> tuple[list[str], list[str]]:
+        """Walk until ``done(words)``: (words, the state that emitted each word)."""
         words: list[str] = []
         states: list[str] = []
         for s, w in self.walk(rng):
             words.append(self.vocab[w])
             states.append(self.states[s])
-            if words[-1] == stop:
+            if done(words):
                 return words, states
 
     @staticmethod

@@ -50,6 +50,13 @@ class Tokenizer:
             if check_special_token(tok) not in self._specials:
                 self._specials.append(tok)
 
+    def _set_unk(self, unk_token: str | None) -> None:
+        """The token that stands for what the vocabulary cannot spell (None: such input
+        is an error); registered as a special token."""
+        self.unk_token = None if unk_token is None else check_special_token(unk_token)
+        if self.unk_token is not None and self.unk_token not in self._specials:
+            self._specials.append(self.unk_token)
+
     # -- vocabulary -------------------------------------------------------------
     @property
     def vocab_size(self) -> int:

@@ -39,7 +39,6 @@ from typing import Callable, Iterable, Mapping
 
 from ..core.checks import check_positive_int
 from .base import Tokenizer
-from .special import check_special_token
 
 END_OF_WORD = "</w>"
 Pair = tuple[int, int]
@@ -249,9 +248,7 @@ class BPETokenizer(MergeTokenizer):
 
     def __init__(self, specials: Iterable[str] = (), unk_token: str | None = "<unk>") -> None:
         super().__init__(specials)
-        self.unk_token = None if unk_token is None else check_special_token(unk_token)
-        if self.unk_token is not None and self.unk_token not in self._specials:
-            self._specials.append(self.unk_token)
+        self._set_unk(unk_token)
         self._init_merges()
 
     def fit(self, text: str, num_merges: int, min_pair_count: int = 2) -> "BPETokenizer":

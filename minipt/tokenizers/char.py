@@ -17,15 +17,12 @@ from __future__ import annotations
 from typing import Iterable
 
 from .base import Tokenizer
-from .special import check_special_token
 
 
 class CharTokenizer(Tokenizer):
     def __init__(self, specials: Iterable[str] = (), unk_token: str | None = None) -> None:
         super().__init__(specials)
-        self.unk_token = None if unk_token is None else check_special_token(unk_token)
-        if self.unk_token is not None and self.unk_token not in self._specials:
-            self._specials.append(self.unk_token)
+        self._set_unk(unk_token)
 
     def fit(self, text: str) -> "CharTokenizer":
         """Vocabulary = special tokens, then the distinct characters of ``text`` (outside
