@@ -17,6 +17,7 @@ A subclass supplies ``_encode_ordinary`` (text without special tokens -> ids),
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
@@ -136,7 +137,28 @@ class Tokenizer:
         return [piece for _, piece, sid in
                 split_on_specials(text, pattern, dict.fromkeys(self._specials, -1)) if sid is None]
 
+    def _count_training_words(self, text: str, split) -> "Counter[str]":
+        """Counts of the words ``split(piece)`` finds in each ordinary stretch of a
+        training text; ValueError when there is none."""
+        counts: Counter[str] = Counter()
+        for piece in self._training_pieces(text):
+            counts.update(split(piece))
+        if not counts:
+            raise ValueError("fit: the training text holds no word (only whitespace or special tokens)")
+        return counts
+
     # -- encode / decode ----------------------------------------------------------
+    CACHE_LIMIT = 100_000           # words whose ids are remembered (Zipf: the frequent ones come first)
+
+    def _cached_ids(self, word: str, encode) -> list[int]:
+        """The ids of ``word``, from the cache or ``encode(word)`` (then remembered)."""
+        ids = self._cache.get(word)
+        if ids is None:
+            ids = encode(word)
+            if len(self._cache) < self.CACHE_LIMIT:
+                self._cache[word] = ids
+        return ids
+
     def _require_fitted(self) -> None:
         if not self.fitted:
             raise RuntimeError(f"{type(self).__name__} has no vocabulary yet: call fit(text) first")

@@ -264,13 +264,7 @@ class BPETokenizer(MergeTokenizer):
     def _encode_ordinary(self, text: str, offset: int) -> list[int]:
         ids: list[int] = []
         for m in re.finditer(r"\S+", text):
-            word = m.group()
-            cached = self._cache.get(word)
-            if cached is None:
-                cached = self._encode_word(word, offset + m.start())
-                if len(self._cache) < 100_000:
-                    self._cache[word] = cached
-            ids.extend(cached)
+            ids.extend(self._cached_ids(m.group(), lambda w: self._encode_word(w, offset + m.start())))
         return ids
 
     def _encode_word(self, word: str, offset: int) -> list[int]:

@@ -99,16 +99,11 @@ class ByteBPETokenizer(MergeTokenizer):
 
     def _encode_ordinary(self, text: str, offset: int) -> list[int]:
         ids: list[int] = []
-        stoi, cache = self._stoi, self._cache
+        stoi = self._stoi
         pos = offset
         for chunk in pre_split(text):
-            cached = cache.get(chunk)
-            if cached is None:
-                pieces = apply_merges(list(to_byte_string(chunk, pos)), self._ranks)
-                cached = [stoi[p] for p in pieces]
-                if len(cache) < 100_000:
-                    cache[chunk] = cached
-            ids.extend(cached)
+            ids.extend(self._cached_ids(chunk, lambda c: [stoi[p] for p in apply_merges(list(to_byte_string(c, pos)),
+                                                                                         self._ranks)]))
             pos += len(chunk)
         return ids
 

@@ -13,7 +13,6 @@ spaces, so it is lossy: ``decode(encode("Hi, you!"))`` is ``"Hi , you !"``.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Iterable
 
 from ..core.checks import check_positive_int
@@ -40,11 +39,7 @@ class WordTokenizer(Tokenizer):
         self.lowercase = bool(lowercase)
 
     def fit(self, text: str) -> "WordTokenizer":
-        counts: Counter[str] = Counter()
-        for piece in self._training_pieces(text):
-            counts.update(split_words(piece, self.lowercase))
-        if not counts:
-            raise ValueError("fit: the training text holds no word (only whitespace or special tokens)")
+        counts = self._count_training_words(text, lambda piece: split_words(piece, self.lowercase))
         words = [w for w, c in counts.items() if c >= self.min_count]
         words.sort(key=lambda w: (-counts[w], w))
         if self.max_size is not None:

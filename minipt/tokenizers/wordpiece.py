@@ -32,7 +32,6 @@ Decoding joins words with spaces and glues ``##`` continuations (lossy, like BER
 from __future__ import annotations
 
 import unicodedata
-from collections import Counter
 from typing import Iterable
 
 from ..core.checks import check_positive_int
@@ -136,11 +135,7 @@ class WordPieceTokenizer(Tokenizer):
 
     def fit(self, text: str, vocab_size: int, min_pair_count: int = 2) -> "WordPieceTokenizer":
         check_positive_int("vocab_size", vocab_size)
-        counts: Counter[str] = Counter()
-        for piece in self._training_pieces(text):
-            counts.update(basic_tokenize(piece, self.lowercase))
-        if not counts:
-            raise ValueError("fit: the training text holds no word after pre-tokenisation")
+        counts = self._count_training_words(text, lambda piece: basic_tokenize(piece, self.lowercase))
         word_counts = {(w[0],) + tuple(PREFIX + c for c in w[1:]): n for w, n in counts.items()}
         stats = PairStats(word_counts)
         alphabet = sorted(stats.symbols)
@@ -177,14 +172,11 @@ class WordPieceTokenizer(Tokenizer):
     def _encode_ordinary(self, text: str, offset: int) -> list[int]:
         ids: list[int] = []
         stoi, unk = self._stoi, self._stoi[self.unk_token]
+        def encode(word: str) -> list[int]:
+            pieces = greedy_longest_match(word, self._pieces, self.max_input_chars_per_word)
+            return [unk] if pieces is None else [stoi[p] for p in pieces]
         for word in basic_tokenize(text, self.lowercase):
-            cached = self._cache.get(word)
-            if cached is None:
-                pieces = greedy_longest_match(word, self._pieces, self.max_input_chars_per_word)
-                cached = [unk] if pieces is None else [stoi[p] for p in pieces]
-                if len(self._cache) < 100_000:
-                    self._cache[word] = cached
-            ids.extend(cached)
+            ids.extend(self._cached_ids(word, encode))
         return ids
 
     def tokenize(self, text: str) -> list[str]:

@@ -25,7 +25,9 @@ def _run(cmd, cwd, timeout=900):
 
 @pytest.mark.slow
 def test_readme_a_then_the_lessons_extra_then_a_lesson(tmp_path):
-    clone = tmp_path / "minipt"
+    clone = tmp_path / "clone"          # not "minipt": a folder of that name in the cwd would shadow the install
+    away = tmp_path / "elsewhere"       # where the user's commands run: not the clone
+    away.mkdir()
     shutil.copytree(REPO, clone, ignore=shutil.ignore_patterns(".venv", ".git", "runs", "__pycache__", "*.egg-info",
                                                                  ".pytest_cache"))
     venv = tmp_path / "venv"
@@ -33,12 +35,12 @@ def test_readme_a_then_the_lessons_extra_then_a_lesson(tmp_path):
     py = venv / "bin" / "python"
     _run([py, "-m", "pip", "install", "-q", "-e", "."], clone)                     # README (a), install part
     _run([py, "-c", "import numpy as np; from minipt.ops.norms import layer_norm_forward; "
-                    "x = np.ones((4, 8), np.float32); layer_norm_forward(x, x[0], x[0])"], tmp_path)   # Numba compiles
+                    "x = np.ones((4, 8), np.float32); layer_norm_forward(x, x[0], x[0])"], away)   # Numba compiles
     _run([py, "-m", "pip", "install", "-q", "-e", ".[lessons]"], clone)          # what the README says next
-    assert "minipt" in _run([py, "-c", "import minipt; from minipt import check_module; print(minipt.__file__)"],
-                            tmp_path)
+    where = _run([py, "-c", "import minipt; from minipt import check_module; print(minipt.__file__)"], away)
+    assert where.strip() == str(clone / "minipt" / "__init__.py")
     nb = clone / "lessons" / "00_backprop.ipynb"
     _run([py, "-c", "import nbformat, sys; from nbclient import NotebookClient; "
                     f"nb = nbformat.read({str(nb)!r}, as_version=4); "
-                    f"NotebookClient(nb, timeout=600, kernel_name='python3', resources={{'metadata': {{'path': {str(tmp_path)!r}}}}}).execute()"],
-         tmp_path)
+                    f"NotebookClient(nb, timeout=600, kernel_name='python3', resources={{'metadata': {{'path': {str(away)!r}}}}}).execute()"],
+         away)

@@ -79,5 +79,5 @@ def test_bad_arguments():
         WordPieceTokenizer(max_input_chars_per_word=0)
     with pytest.raises(ValueError, match="'un' twice"):
         WordPieceTokenizer.from_vocab(["un", "un"])
-    with pytest.raises(ValueError, match="no word after pre-tokenisation"):
+    with pytest.raises(ValueError, match="holds no word"):
         WordPieceTokenizer().fit("\x00\x01 ", vocab_size=10)
