@@ -87,15 +87,6 @@ def test_first_adam_step_moves_each_weight_by_the_scheduled_lr():
     np.testing.assert_allclose(np.median(moved), 2e-3, rtol=1e-3)        # lr * 1 / 4
 
 
-def test_resumed_run_keeps_the_schedule(spy, tmp_path):
-    full = train(gpt(), stream().get_batch, config(steps=8, out_dir=str(tmp_path / "a")))
-    train(gpt(), stream().get_batch, config(steps=4, out_dir=str(tmp_path / "b")))
-    cfg = config(steps=8, out_dir=str(tmp_path / "b"))
-    rest = train(gpt(), stream().get_batch, cfg, resume=True)
-    assert [h["lr"] for h in rest.history] == [h["lr"] for h in full.history][:4] + \
-        [expected_lr(s, 8, 3, 1e-2, 1e-3) for s in range(4, 8)]
-
-
 # -- clipping ---------------------------------------------------------------------------------
 def test_clipping_scales_to_the_threshold_and_logs_the_norm_before(spy):
     res = train(gpt(), stream().get_batch, config(steps=5, grad_clip=1e-3))
