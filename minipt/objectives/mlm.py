@@ -15,9 +15,23 @@ import numpy as np
 from ..core.checks import check_positive_int
 from .common import IGNORE, check_ids_array, check_probability
 
+REPLACE_PROB = 0.8      # of the chosen: share that becomes [MASK]
+RANDOM_PROB = 0.1       # ... a random token; the remaining 0.1 stays unchanged
+
+
+def replacement_choice(u: np.ndarray, replace_prob: float = REPLACE_PROB,
+                       random_prob: float = RANDOM_PROB) -> tuple[np.ndarray, np.ndarray]:
+    """BERT's 80/10/10 rule, one choice per uniform draw: u (any shape) in [0, 1) ->
+    (to_mask, to_random), boolean of u's shape. u < replace_prob becomes [MASK], the next
+    random_prob a random token, the rest stays. ``mask_tokens`` draws one u per token;
+    span masking (``span_masking.py``) one per span, word or entity."""
+    to_mask = u < replace_prob
+    to_random = (u >= replace_prob) & (u < replace_prob + random_prob)
+    return to_mask, to_random
+
 
 def mask_tokens(ids, rng: np.random.Generator, *, mask_id: int, vocab_size: int, special_ids=(),
-                mask_prob: float = 0.15, replace_prob: float = 0.8, random_prob: float = 0.1,
+                mask_prob: float = 0.15, replace_prob: float = REPLACE_PROB, random_prob: float = RANDOM_PROB,
                 random_ids=None) -> tuple[np.ndarray, np.ndarray]:
     """ids (B, T) or (T,) -> (inputs, targets) of the same shape. ``random_ids`` are the
     ids a random replacement draws from (default: every id that is not special)."""
@@ -36,9 +50,8 @@ def mask_tokens(ids, rng: np.random.Generator, *, mask_id: int, vocab_size: int,
     if random_prob and random_ids.size == 0:
         raise ValueError("no ordinary ids to draw random replacements from")
     chosen = (rng.random(ids.shape) < mask_prob) & ~special                    # (B, T)
-    action = rng.random(ids.shape)                                             # which of 80/10/10
-    to_mask = chosen & (action < replace_prob)
-    to_random = chosen & (action >= replace_prob) & (action < replace_prob + random_prob)
+    to_mask, to_random = replacement_choice(rng.random(ids.shape), replace_prob, random_prob)  # (B, T) each
+    to_mask, to_random = chosen & to_mask, chosen & to_random
     inputs = ids.copy()
     inputs[to_mask] = mask_id
     if to_random.any():
