@@ -4,12 +4,11 @@ top-k and top-p restrict the support (never a token outside; every token inside 
 stop tokens end a sequence, and beam search's GNMT length penalty changes the winner
 exactly when it should. Frequencies are checked against 5-sigma binomial bounds, and each
 test also checks that the wrong alternative falls outside them (the test has power)."""
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from minipt.generate import SamplingConfig, beam_search, generate
+from minipt.inference.decoding import SamplingConfig, beam_search, generate
 
 N = 3_000                                  # draws per frequency test
 
@@ -19,9 +18,12 @@ class BigramLM:
 
     def __init__(self, table):
         self.table = np.asarray(table, dtype=np.float64)                  # (V, V)
-        self.config = SimpleNamespace(block_size=10 ** 6, n_layer=1)
+        self.block_size = 10 ** 6
         self.training = True
         self.modes = []
+
+    def new_cache(self):
+        return None                                                       # decoding re-reads the window
 
     def eval(self):
         return self.train(False)

@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.llama import llama_config
 from minipt.nn.kv_cache import KVCache
 from minipt.nn.positions import LearnedPositions
 from minipt.ops.activations import gelu_forward, gelu_tanh_forward, swiglu_forward
@@ -192,7 +193,7 @@ def test_sinusoidal_and_learned_position_values():
 # -- the KV cache at the model level --------------------------------------------------------------
 SMALL = dict(vocab_size=13, block_size=12, n_layer=2, n_head=2, d_model=16)
 MODELS = {"gpt2": GPTConfig.gpt2(**SMALL), "gpt1": GPTConfig.gpt1(**SMALL), "gpt3": GPTConfig.gpt3(**SMALL),
-          "llama": GPTConfig.llama(**SMALL)}
+          "llama": llama_config(**SMALL)}
 
 
 @pytest.mark.parametrize("name", list(MODELS))

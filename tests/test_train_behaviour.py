@@ -14,7 +14,7 @@ import pytest
 
 import minipt.train as train_module
 from minipt.data.batching import TokenStream
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.optim import AdamW
 from minipt.train import TrainConfig, train
 

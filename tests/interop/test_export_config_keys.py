@@ -15,15 +15,16 @@ import numpy as np
 import pytest
 
 from minipt.interop import save_pretrained
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.llama import llama_config
 
 REF = json.loads((Path(__file__).parent / "fixtures" / "hf_config_keys.json").read_text())
 SMALL = dict(vocab_size=37, block_size=24, n_layer=3, n_head=4, d_model=32)
 CASES = {
     "gpt2": GPTConfig.gpt2(**SMALL, eps=2e-5),
     "gpt2-untied-dff": GPTConfig.gpt2(**SMALL, d_ff=48, tie_embeddings=False, eps=3e-5),
-    "llama": GPTConfig.llama(**SMALL, d_ff=40, eps=4e-6),
-    "llama-tied-bias": GPTConfig.llama(**SMALL, tie_embeddings=True, bias=True),
+    "llama": llama_config(**SMALL, d_ff=40, eps=4e-6),
+    "llama-tied-bias": llama_config(**SMALL, tie_embeddings=True, bias=True),
 }
 
 
