@@ -210,3 +210,17 @@ def test_beam_search_without_penalty_finds_the_most_likely_sequence():
     out = beam_search(m, np.array([2]), beam_size=16, max_new_tokens=n, length_penalty=0.0)
     assert out.tolist() == best
     assert not any(m.modes) and m.training
+
+
+def test_beam_search_does_not_stop_while_a_longer_beam_can_still_win():
+    """After token 1, stopping (0) and going on (2) are equally likely; after 2 the chain
+    2 -> 3 -> 4 -> 5 is near certain. With a length penalty alpha = 1 the long
+    continuation has almost the same log P over a larger denominator, so it must win;
+    stopping the search as soon as a finished beam ties the live one would return [0]."""
+    V = 6
+    z = np.full((V, V), -30.0)
+    z[1, 0] = z[1, 2] = 0.0                      # 1 -> stop or 2, half each
+    z[2, 3] = z[3, 4] = z[4, 5] = z[5, 0] = 0.0  # then a sure chain, ending with the stop token
+    model = BigramLM(z)
+    best = beam_search(model, np.array([1]), beam_size=2, max_new_tokens=6, length_penalty=1.0, stop_tokens=(0,))
+    assert best.tolist() == [2, 3, 4, 5, 0]

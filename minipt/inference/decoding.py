@@ -152,8 +152,11 @@ def beam_search(model, prompt: np.ndarray, beam_size: int = 4, max_new_tokens: i
                 (finished if b[-1] in stop_tokens else beams).append((lp, b))
                 if len(beams) == beam_size:
                     break
-            if not beams or (finished and max(norm(lp, len(b)) for lp, b in finished)
-                             >= max(norm(lp, len(b)) for lp, b in beams)):
+            # stop once no live beam can still beat the best finished one: a live beam's
+            # log P only falls, and its length may grow up to max_new_tokens, so its best
+            # possible score is the larger of norm(lp, now) and norm(lp, max_new_tokens)
+            best_live = max(max(norm(lp, len(b)), norm(lp, max_new_tokens)) for lp, b in beams) if beams else None
+            if not beams or (finished and max(norm(lp, len(b)) for lp, b in finished) >= best_live):
                 break
     pool = finished + beams
     best = max(pool, key=lambda c: norm(c[0], len(c[1])))
