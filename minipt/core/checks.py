@@ -66,3 +66,10 @@ def check_finite(name: str, value) -> None:
     if not np.all(np.isfinite(arr)):
         raise FloatingPointError(f"{name} is not finite ({arr.ravel()[~np.isfinite(arr.ravel())][0]}): "
                                  "lower the learning rate, clip gradients or check the inputs")
+
+
+def check_positive_int(name: str, value, minimum: int = 1) -> int:
+    """``value`` as an int, or ValueError unless it is an int (not a bool) >= ``minimum``."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name}: expected an int >= {minimum}, got {value!r}")
+    return int(value)

@@ -22,7 +22,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..core.checks import check_ids
+from ..core.checks import check_ids, check_positive_int  # noqa: F401  (re-exported for the tokenizers)
 from .special import check_special_token, special_pattern, split_on_specials
 
 FORMAT_VERSION = 1
@@ -216,9 +216,3 @@ def check_training_text(text) -> str:
     if not text:
         raise ValueError("fit: the training text is empty; expected at least one character")
     return text
-
-
-def check_positive_int(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: expected an int >= {minimum}, got {value!r}")
-    return int(value)
