@@ -13,7 +13,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=True)
 def word2vec_sgd(v_in, v_out, ctx, rows, labels, lr):
     N, K = ctx.shape
     L = rows.shape[1]
