@@ -281,14 +281,18 @@ class NGramLM(Module):
     def new_cache(self):
         return None
 
-    def log_prob(self, idx: np.ndarray, targets: np.ndarray) -> float:
-        """Total log P(targets | history) in nats; computed for the targets only (no (B, T, V))."""
+    def token_probs(self, idx: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """P(target | history) of every target that is not IGNORE, in order (N,): no (B, T, V)."""
         check_ids("idx", idx, self.V)
         keep = targets != IGNORE
         check_ids("targets", targets[keep], self.V)
         ctx = self._contexts(np.atleast_2d(idx))[np.atleast_2d(keep)]          # (N, n-1)
+        return self._prob(ctx, targets[keep])
+
+    def log_prob(self, idx: np.ndarray, targets: np.ndarray) -> float:
+        """Total log P(targets | history) in nats."""
         with np.errstate(divide="ignore"):
-            return float(np.log(self._prob(ctx, targets[keep])).sum())
+            return float(np.log(self.token_probs(idx, targets)).sum())
 
     def sample(self, context, n_tokens: int, rng: np.random.Generator) -> np.ndarray:
         """n_tokens ids drawn one at a time from P(. | the last n-1 tokens)."""

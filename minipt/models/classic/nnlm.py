@@ -145,8 +145,8 @@ def _recipe(entry, preset, **options):
 register(ModelEntry(
     name="nnlm", title="Bengio NNLM", paper="Bengio, Ducharme, Vincent & Jauvin 2003, A Neural Probabilistic "
     "Language Model", objective="next word from n-1 words", build=build, tiny=tiny, lesson="05_nnlm",
-    presets={"toy": Preset(model=dict(order=5, dim=32, hidden=128, direct=True),
-                           train=dict(steps=1500, lr=3e-3, min_lr=3e-4, warmup=50, weight_decay=0.0,
+    presets={"toy": Preset(model=dict(order=5, dim=32, hidden=64, direct=True),
+                           train=dict(steps=1000, lr=1e-2, min_lr=1e-3, warmup=20, weight_decay=0.0,
                                       eval_every=250, eval_batches=20, grad_clip=1.0),
-                           batch_size=32, data=dict(n_words=200_000, block_size=32), expected="")},
+                           batch_size=32, data=dict(n_words=200_000, block_size=16), expected="")},
     recipe=_recipe))
