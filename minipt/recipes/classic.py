@@ -151,7 +151,7 @@ def vectors_recipe(entry, preset: str = "toy", *, corpus: str | None = None, ste
     base = evaluate(ppmi_svd(docs, len(vocab), window=2, dim=min(20, len(vocab))), vocab)
     sv = StaticVectors(vectors, vocab)
     summary = [f"{entry.title} ({preset}): analogies {scores['analogy']:.2f} of {scores['asked']} "
-               f"(PPMI+SVD baseline {base['analogy']:.2f}; chance {1 / len(vocab):.3f}), category gap "
+               f"(PPMI+SVD baseline {base['analogy']:.2f}; chance {1 / (len(vocab) - 3):.3f}), category gap "
                f"{scores['category_gap']:.2f} (baseline {base['category_gap']:.2f}), neighbour purity "
                f"{scores['purity']:.2f} (baseline {base['purity']:.2f})",
                f"trained on {source} in {seconds:.1f} s ({extra})"]

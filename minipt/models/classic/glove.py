@@ -170,5 +170,6 @@ register(ModelEntry(
     "Representation", objective="weighted least squares on log co-occurrences", build=build, tiny=tiny,
     lesson="06_word_vectors", language_model=False,
     presets={"toy": Preset(model=dict(dim=32, x_max=100.0), train=dict(epochs=300, lr=1.0), batch_size=256,
-                           data=dict(n_words=300_000, window=5), expected="")},
+                           data=dict(n_words=300_000, window=5),
+                           expected="analogies 0.53 of 32 (PPMI+SVD 0.59), category gap 0.32, purity 0.83")},
     recipe=_recipe))

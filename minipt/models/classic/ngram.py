@@ -323,5 +323,5 @@ register(ModelEntry(
     name="ngram", title="n-gram LM (Kneser-Ney)", paper="Kneser & Ney 1995; Chen & Goodman 1998",
     objective="counts (MLE, add-k, interpolated KN, back-off)", build=build, tiny=tiny, lesson="04_ngram",
     presets={"toy": Preset(model=dict(order=3, smoothing="kn"), train={}, data=dict(n_words=200_000),
-                           expected="")},
+                           expected="trigram KN 1.818 nats/word (perplexity 6.16); oracle 1.792 (6.00); < 1 s")},
     recipe=_recipe))

@@ -148,5 +148,6 @@ register(ModelEntry(
     presets={"toy": Preset(model=dict(order=5, dim=32, hidden=64, direct=True),
                            train=dict(steps=1000, lr=1e-2, min_lr=1e-3, warmup=20, weight_decay=0.0,
                                       eval_every=250, eval_batches=20, grad_clip=1.0),
-                           batch_size=32, data=dict(n_words=200_000, block_size=16), expected="")},
+                           batch_size=32, data=dict(n_words=200_000, block_size=16),
+                           expected="1.806 nats/word (perplexity 6.08); oracle 1.792 (6.00); 1000 steps")},
     recipe=_recipe))
