@@ -37,7 +37,7 @@ import numpy as np
 from ...core.checks import check_ids, check_positive_int
 from ...core.module import Module
 from ...ops.word2vec import word2vec_loss_backward, word2vec_loss_forward, word2vec_sgd
-from ..registry import ModelEntry, Preset, register
+from ..registry import GradcheckCase, ModelEntry, Preset, register
 
 
 def huffman_tree(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -232,6 +232,14 @@ def tiny_variant(arch: str, output: str) -> tuple[Word2Vec, tuple]:
     return model, (ctx, target, negatives)
 
 
+def _variant_check(arch: str, output: str):
+    def run():
+        from ...core.gradcheck import check_module
+        model, batch = tiny_variant(arch, output)
+        return check_module(model, *batch, select=lambda out: out[0])
+    return GradcheckCase(f"word2vec {arch} + {output}", "V11 C6, 5 examples", run)
+
+
 def _recipe(entry, preset, **options):
     from ...recipes.classic import vectors_recipe
     return vectors_recipe(entry, preset, **options)
@@ -245,4 +253,5 @@ register(ModelEntry(
     presets={"toy": Preset(model=dict(dim=32, arch="skipgram", output="neg", window=4, negative=5, sample=1e-3),
                            train=dict(epochs=5), data=dict(n_words=300_000),
                            expected="analogies 0.50 of 32 (PPMI+SVD 0.59), category gap 0.28, purity 0.91")},
+    gradchecks=tuple(_variant_check(a, o) for a, o in (("skipgram", "hs"), ("cbow", "neg"), ("cbow", "hs"))),
     recipe=_recipe))
