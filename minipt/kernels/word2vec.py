@@ -14,7 +14,7 @@ import numpy as np
 
 
 @numba.njit(cache=True, fastmath=True)
-def word2vec_sgd(v_in, v_out, ctx, rows, labels, lr):
+def word2vec_sgd(v_in, v_out, ctx, rows, labels, lr, with_loss):
     N, K = ctx.shape
     L = rows.shape[1]
     C = v_in.shape[1]
@@ -41,8 +41,9 @@ def word2vec_sgd(v_in, v_out, ctx, rows, labels, lr):
             x = 0.0
             for j in range(C):
                 x += h[j] * v_out[r, j]
-            s = -x if labels[n, l] > 0.5 else x
-            total += max(s, 0.0) + math.log1p(math.exp(-abs(s)))        # log(1 + e^s)
+            if with_loss:                   # a third of the time: only when asked
+                s = -x if labels[n, l] > 0.5 else x
+                total += max(s, 0.0) + math.log1p(math.exp(-abs(s)))    # log(1 + e^s)
             g[l] = lr * (labels[n, l] - 0.5 * (1.0 + math.tanh(0.5 * x)))
             for j in range(C):
                 e[j] += g[l] * v_out[r, j]

@@ -68,8 +68,9 @@ def word2vec_loss_backward(dloss, cache):
 
 
 def word2vec_sgd_numpy(v_in: np.ndarray, v_out: np.ndarray, ctx: np.ndarray, rows: np.ndarray,
-                       labels: np.ndarray, lr: float) -> float:
-    """One SGD step per example, in order, in place; returns the summed loss (before the steps)."""
+                       labels: np.ndarray, lr: float, with_loss: bool = True) -> float:
+    """One SGD step per example, in order, in place; returns the summed loss (each example's
+    before its step; 0 unless ``with_loss``)."""
     total = 0.0
     for n in range(len(ctx)):
         c = ctx[n][ctx[n] >= 0]                                            # (K',)
@@ -78,7 +79,8 @@ def word2vec_sgd_numpy(v_in: np.ndarray, v_out: np.ndarray, ctx: np.ndarray, row
         h = v_in[c].mean(axis=0)                                           # (C,)
         u = v_out[r]                                                       # (L', C)
         x = u @ h                                                          # (L',)
-        total += float(np.logaddexp(0.0, -(2.0 * y - 1.0) * x).sum())
+        if with_loss:
+            total += float(np.logaddexp(0.0, -(2.0 * y - 1.0) * x).sum())
         g = (lr * (y - 0.5 * (1.0 + np.tanh(0.5 * x)))).astype(v_in.dtype)  # -lr dloss/dx (L',)
         e = g @ u                                                          # (C,)
         np.add.at(v_out, r, g[:, None] * h[None, :])
@@ -87,8 +89,8 @@ def word2vec_sgd_numpy(v_in: np.ndarray, v_out: np.ndarray, ctx: np.ndarray, row
 
 
 def word2vec_sgd(v_in: np.ndarray, v_out: np.ndarray, ctx: np.ndarray, rows: np.ndarray,
-                 labels: np.ndarray, lr: float) -> float:
+                 labels: np.ndarray, lr: float, with_loss: bool = False) -> float:
     """The training inner loop: the Numba kernel when kernels are on, else the NumPy twin."""
     fn = kernels.get("word2vec_sgd") or word2vec_sgd_numpy
     return fn(v_in, v_out, np.ascontiguousarray(ctx, dtype=np.int64), np.ascontiguousarray(rows, dtype=np.int64),
-              np.ascontiguousarray(labels, dtype=v_in.dtype), float(lr))
+              np.ascontiguousarray(labels, dtype=v_in.dtype), float(lr), bool(with_loss))

@@ -33,13 +33,16 @@ def test_numba_kernel_matches_numpy_twin(arch, output, dtype, tol):
     rows[1, 1] = rows[1, 0]                     # a repeated output row inside one example
     a_in, a_out = model.params["v_in"].copy(), model.params["v_out"].copy()
     b_in, b_out = a_in.copy(), a_out.copy()
-    loss_a = kernels.get("word2vec_sgd")(a_in, a_out, ctx, rows, labels, 0.1)
-    loss_b = word2vec_sgd_numpy(b_in, b_out, ctx, rows, labels, 0.1)
+    loss_a = kernels.get("word2vec_sgd")(a_in, a_out, ctx, rows, labels, 0.1, True)
+    loss_b = word2vec_sgd_numpy(b_in, b_out, ctx, rows, labels, 0.1, True)
     assert a_in.dtype == dtype
     np.testing.assert_allclose(a_in, b_in, atol=tol, rtol=0)
     np.testing.assert_allclose(a_out, b_out, atol=tol, rtol=0)
     assert loss_a == pytest.approx(loss_b, rel=1e-6)
     assert not np.allclose(a_in, model.params["v_in"])      # something was updated
+    c_in, c_out = model.params["v_in"].copy(), model.params["v_out"].copy()
+    assert kernels.get("word2vec_sgd")(c_in, c_out, ctx, rows, labels, 0.1, False) == 0.0
+    np.testing.assert_array_equal(c_in, a_in)               # the loss flag changes nothing else
 
 
 @pytest.mark.parametrize("arch,output", VARIANTS)
