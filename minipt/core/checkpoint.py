@@ -74,7 +74,7 @@ def save_checkpoint(path, model: Module, *, config: dict, optimizer=None, extra:
         raise ValueError(f"checkpoint path must end in .npz, got {path.name}")
     if not isinstance(config, dict):
         raise TypeError(f"config must be a dict, got {type(config).__name__}")
-    arrays = {f"param/{name}": p for name, p in model.named_parameters()}
+    arrays = {f"param/{name}": p for name, p in model.state_dict().items()}
     meta = {"format": FORMAT, "config": config, "extra": extra or {}, "optimizer": None}
     if optimizer is not None:
         state = optimizer.state_dict()

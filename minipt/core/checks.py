@@ -60,7 +60,7 @@ def check_ids(name: str, ids: np.ndarray, vocab_size: int) -> None:
         raise IndexError(f"{name}: token id {bad} is outside the vocabulary [0, {vocab_size})")
 
 
-def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
+def check_positive_int(name: str, value, minimum: int = 1) -> int:
     """``value`` as an int, or ValueError naming ``name`` unless it is a whole number
     >= ``minimum`` (1 by default; 0 for counts that may be empty)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:

@@ -33,6 +33,7 @@ KERNELS: dict[str, str] = {
     "softmax_backward": "softmax:softmax_backward",
     "attention_softmax": "attention:attention_softmax",
     "attention_softmax_backward": "attention:attention_softmax_backward",
+    "word2vec_sgd": "word2vec:word2vec_sgd",
 }
 
 

@@ -27,6 +27,8 @@ differ stand out because nothing else does. A minipt model answers:
     The total log-probability in nats of ``targets`` given ``idx``, in eval mode:
     ``-loss * (number of targets not IGNORE)`` of the same batch. Perplexity and
     bits per token come from it (``minipt.inference.scoring.stream_loss``).
+    Models that are not language models (word vectors, task heads; ``language_model=False``
+    in their registry entry) answer every call but this one.
 ``model.spec()``
     A JSON-able dict from which the registry rebuilds the same architecture
     (``registry.build(spec)``): ``{"model": <registry name>, ...constructor
@@ -64,9 +66,10 @@ class LanguageModel(Protocol):
 REQUIRED = ("has_backward", "block_size", "backward", "new_cache", "log_prob", "spec", "train", "eval")
 
 
-def check_protocol(model: object) -> None:
-    """Raise TypeError naming every part of the protocol ``model`` lacks."""
-    missing = [name for name in REQUIRED if not hasattr(model, name)]
+def check_protocol(model: object, *, language_model: bool = True) -> None:
+    """Raise TypeError naming every part of the protocol ``model`` lacks (``log_prob``
+    only for language models)."""
+    missing = [name for name in REQUIRED if not hasattr(model, name) and (language_model or name != "log_prob")]
     if not callable(model):
         missing.insert(0, "__call__")
     if missing:

@@ -23,7 +23,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..core.checks import check_ids
+from ..core.checks import check_ids, check_positive_int  # noqa: F401  (re-exported for the tokenizers)
 from .special import check_special_token, special_pattern, split_on_specials
 
 FORMAT_VERSION = 1

@@ -23,11 +23,13 @@ def test_the_registry_holds_the_ladder_so_far():
 @pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
 def test_meets_the_protocol_and_forward_shapes(entry):
     model, batch = entry.tiny()
-    check_protocol(model)
+    check_protocol(model, language_model=entry.language_model)
     assert model.has_backward == entry.has_backward
     loss, logits = model(*batch)
     assert np.shape(loss) == () and np.isfinite(float(loss))
-    assert logits.ndim >= 2 and logits.dtype == np.float64
+    assert logits.dtype == np.float64
+    if entry.language_model:                             # scores (B, T, V); vector models score pairs
+        assert logits.ndim == 3 and logits.shape[:2] == batch[0].shape
     assert model.block_size is None or model.block_size >= 1
 
 
