@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..tokenizers.byte_bpe import ByteBPETokenizer
-from .pretrained import MINIPT_TOKENIZER, from_pretrained, save_pretrained
+from .pretrained import MINIPT_TOKENIZER, from_pretrained, layout_for, save_pretrained
 
 
 def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tuple[Path, str]:
@@ -25,9 +25,9 @@ def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tu
     run = Path(checkpoint_path)
     if run.suffix == ".npz":                      # the checkpoint file itself: its run folder
         run = run.parent
-    model, tokenizer, family = load_trained(str(run))
+    model, tokenizer, _ = load_trained(str(run))
     out = save_pretrained(model, folder, tokenizer=tokenizer, overwrite=overwrite)
-    arch = "LlamaForCausalLM" if family == "llama" or model.config.norm == "rms" else "GPT2LMHeadModel"
+    arch = layout_for(model.config).ARCHITECTURE     # the config (gpt1 / gpt2 / llama run) picks it
     if isinstance(tokenizer, ByteBPETokenizer):
         note = (f"{arch} with GPT-2 tokenizer files (vocab.json, merges.txt): "
                 f"AutoModelForCausalLM / AutoTokenizer.from_pretrained('{out}') load it")
