@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minipt.interop import from_pretrained, their_named
+from minipt.interop import from_pretrained, openai_gpt_layout, their_named
 from minipt.models.gpt import GPT, GPTConfig
 from minipt.interop.safetensors_io import read_file
 from minipt.ops.positions import rope_forward
@@ -68,6 +68,14 @@ def test_configs_map_onto_minipt():
     assert g1 == GPTConfig.gpt1(vocab_size=64, block_size=16, n_layer=2, n_head=4, d_model=32, eps=2e-5)
     assert (g1.d_ff, g1.activation, g1.prenorm, g1.final_norm, g1.tie_embeddings) == (128, "gelu_tanh", False,
                                                                                        False, True)
+
+
+def test_gpt1_defaults_are_openai_gpt_defaults():
+    """An ``openai-gpt`` config that states nothing but its type (transformers' defaults:
+    the released GPT-1's shape, eps 1e-5, afn gelu, tied) is GPTConfig.gpt1 with only the
+    sizes given: eps, activation, tying, post-LN, no ln_f and d_ff = 4C are gpt1's defaults."""
+    hf = openai_gpt_layout.config_from_hf({"model_type": "openai-gpt"})
+    assert hf == GPTConfig.gpt1(vocab_size=40478, block_size=512, n_layer=12, n_head=12, d_model=768, dropout=0.1)
 
 
 def test_fixture_folders_are_as_transformers_writes_them():

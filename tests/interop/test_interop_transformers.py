@@ -100,3 +100,11 @@ def test_gpt1_folder_with_byte_bpe_tokenizer(tmp_path):
     hf_tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "m")
     text = "the mat sat, 你好 cat"
     assert hf_tok(text)["input_ids"] == tok.encode(text)
+
+
+def test_gpt1_is_openai_gpt_config_defaults():
+    """transformers' own OpenAIGPTConfig defaults read as GPTConfig.gpt1 with only sizes set."""
+    from minipt.interop import openai_gpt_layout
+    hf = transformers.OpenAIGPTConfig().to_dict()
+    assert openai_gpt_layout.config_from_hf(hf) == GPTConfig.gpt1(vocab_size=40478, block_size=512, n_layer=12,
+                                                                  n_head=12, d_model=768, dropout=0.1)
