@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from minipt.interop import from_pretrained, pretrained, save_pretrained
+from minipt.interop.cli_commands import load_hf_for_sampling
 from minipt.interop.safetensors_io import read_file, write_tensors
 from minipt.models.gpt import GPT, GPTConfig
 from minipt.tokenizers import ByteBPETokenizer
@@ -239,3 +240,17 @@ def test_tokenizer_larger_than_the_model(tmp_path):
     with pytest.raises(ValueError, match="tokenizer has 257 tokens but the model's vocab_size is 40"):
         save_pretrained(model, tmp_path / "out", tokenizer=tok)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_openai_gpt_tokenizer_is_named(tmp_path):
+    """The openai-gpt release's own BPE (lowercased, word ends marked </w>) is not GPT-2's
+    byte-level BPE: sampling from such a folder names it instead of mis-reading it."""
+    folder = copy("openai-gpt", tmp_path)
+    vocab = {"a": 0, "b": 1, "a</w>": 2, "b</w>": 3, "ab</w>": 4, "<unk>": 5}
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\na b</w>\n")
+    with pytest.raises(ValueError, match=r"vocab\.json: tokens ending in '</w>' are OpenAI GPT's BPE"):
+        load_hf_for_sampling(folder)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "OpenAIGPTTokenizer"}))
+    with pytest.raises(ValueError, match="tokenizer_class 'OpenAIGPTTokenizer' is not a tokenizer minipt reads"):
+        load_hf_for_sampling(folder)
