@@ -43,8 +43,10 @@ from minipt.train import TrainConfig, train
 
 # %% [markdown]
 # ## 1. Two configurations, one class
-# `GPTConfig.gpt1()` is post-LN with exact GELU; `GPTConfig.gpt2()` is pre-LN with a
-# final `ln_f` and scaled residual init. Parameter names follow Hugging Face's GPT-2
+# `GPTConfig.gpt1()` is post-LN with no final LayerNorm and GELU's tanh approximation
+# (as OpenAI's code and `transformers`' OpenAIGPT compute it); `GPTConfig.gpt2()` is
+# pre-LN with a final `ln_f` and scaled residual init. Parameter names follow Hugging
+# Face's GPT-2
 # (`wte`, `wpe`, `h.blocks.0.attn.c_attn`, ...); with tying there is no `lm_head`.
 
 # %%

@@ -10,12 +10,14 @@ Run by hand, where torch and transformers are installed (not needed by minipt it
     /work/hfvenv/bin/pip install torch==2.13.0 transformers==5.23.0 safetensors numpy
     /work/hfvenv/bin/python scripts/make_hf_fixtures.py
 
-It writes, for GPT-2 (``GPT2LMHeadModel``, tied head) and LLaMA (``LlamaForCausalLM``):
+It writes, for GPT-2 (``GPT2LMHeadModel``, tied head), LLaMA (``LlamaForCausalLM``) and
+GPT-1 (``OpenAIGPTLMHeadModel``, ``openai-gpt``: post-LN, tanh GELU, tied head):
 
 - ``<arch>/``: the folder ``model.save_pretrained`` writes (config.json, model.safetensors;
   transformers 5 always writes safetensors): 2 layers, d 32, 4 heads, vocab 64, context
   16, float64, every parameter random (norm gains 1 + noise, non-zero biases) so that
-  every point of the name mapping matters, and non-default epsilons;
+  every point of the name mapping matters, and non-default epsilons (GPT-1: d 32 with
+  its fixed MLP width 4C = 128, written as ``openai-gpt/``);
 - ``<arch>_reference.safetensors``: ``input_ids`` (2, 16), ``targets`` (2, 16),
   ``logits`` (2, 16, 64), ``loss`` () = mean cross-entropy, and ``grad/<name>`` for every
   parameter under transformers' names; the metadata records the versions.
@@ -44,7 +46,8 @@ import torch
 import transformers
 from safetensors.numpy import save_file
 from tokenizers import decoders, models, pre_tokenizers, trainers
-from transformers import GPT2Config, GPT2LMHeadModel, GPT2Tokenizer, LlamaConfig, LlamaForCausalLM
+from transformers import (GPT2Config, GPT2LMHeadModel, GPT2Tokenizer, LlamaConfig, LlamaForCausalLM,
+                          OpenAIGPTConfig, OpenAIGPTLMHeadModel)
 from transformers.models.llama import modeling_llama
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "interop" / "fixtures"
@@ -148,6 +151,18 @@ def llama(gen: torch.Generator) -> None:
     _float64_llama(False)
 
 
+def openai_gpt(gen: torch.Generator) -> None:
+    """GPT-1 as transformers has it: post-LN blocks, afn "gelu" (= tanh GELU), learned
+    positions ``positions_embed``, tied head, no final LayerNorm; eager float64 attention."""
+    cfg = OpenAIGPTConfig(vocab_size=V, n_positions=T, n_embd=C, n_layer=L, n_head=H, afn="gelu",
+                          layer_norm_epsilon=2e-5, attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0,
+                          tie_word_embeddings=True)
+    model = OpenAIGPTLMHeadModel(cfg).to(torch.float64).eval()
+    assert model.lm_head.weight is model.transformer.tokens_embed.weight, "the head is not tied"
+    randomize(model, gen)
+    write("openai-gpt", model, gen, {"attention": "eager"})
+
+
 def tokenizer() -> None:
     """A byte-level BPE trained by the tokenizers library, saved through transformers."""
     folder = OUT / "tokenizer"
@@ -177,6 +192,7 @@ def main() -> None:
     gen = torch.Generator().manual_seed(0)
     gpt2(gen)
     llama(gen)
+    openai_gpt(gen)                                             # after the others: their fixtures stay as they were
     tokenizer()
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"wrote {OUT} ({total / 1024:.0f} KiB)")

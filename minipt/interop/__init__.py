@@ -1,10 +1,10 @@
 """Interoperability with Hugging Face ``transformers``, with no torch at run time.
 
 ``save_pretrained(model, folder)`` writes a minipt GPT as a folder that
-``GPT2LMHeadModel`` / ``LlamaForCausalLM`` ``.from_pretrained`` loads;
+``GPT2LMHeadModel`` / ``LlamaForCausalLM`` / ``OpenAIGPTLMHeadModel`` ``.from_pretrained`` loads;
 ``from_pretrained(folder)`` reads such a folder (as transformers writes it) into a
 minipt GPT. Tensors travel as safetensors through its NumPy API; nothing is unpickled.
-The name tables are ``gpt2_layout.py`` and ``llama_layout.py``.
+The name tables are ``gpt2_layout.py``, ``llama_layout.py`` and ``openai_gpt_layout.py``.
 """
 from .pretrained import (
     config_from_folder,

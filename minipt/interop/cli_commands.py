@@ -11,10 +11,11 @@
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..tokenizers.byte_bpe import ByteBPETokenizer
-from .pretrained import MINIPT_TOKENIZER, from_pretrained, save_pretrained
+from .pretrained import MINIPT_TOKENIZER, from_pretrained, layout_for, save_pretrained
 
 
 def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tuple[Path, str]:
@@ -27,7 +28,7 @@ def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tu
         run = run.parent
     model, tokenizer = load_trained(str(run))
     out = save_pretrained(model, folder, tokenizer=tokenizer, overwrite=overwrite)
-    arch = "LlamaForCausalLM" if model.config.norm == "rms" else "GPT2LMHeadModel"
+    arch = layout_for(model.config).ARCHITECTURE     # the config (gpt1 / gpt2 / llama run) picks it
     if isinstance(tokenizer, ByteBPETokenizer):
         note = (f"{arch} with GPT-2 tokenizer files (vocab.json, merges.txt): "
                 f"AutoModelForCausalLM / AutoTokenizer.from_pretrained('{out}') load it")
@@ -37,6 +38,34 @@ def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tu
     return out, note
 
 
+GPT2_CLASSES = ("GPT2Tokenizer", "GPT2TokenizerFast")
+
+
+def _check_gpt2_tokenizer(folder: Path) -> None:
+    """Refuse, by name, tokenizer files that are not GPT-2's byte-level BPE: a
+    ``tokenizer_config.json`` naming another class, or OpenAI GPT's own BPE (the
+    ``openai-gpt`` release: lowercased text, word ends marked ``</w>``), which minipt does
+    not implement and which would otherwise fail later with a less helpful message."""
+    from ..tokenizers.gpt2_files import TOKENIZER_CONFIG, VOCAB
+
+    config = folder / TOKENIZER_CONFIG
+    if config.is_file():
+        try:
+            cls = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            cls = None
+        if cls is not None and cls not in GPT2_CLASSES:
+            raise ValueError(f"{config}: tokenizer_class {cls!r} is not a tokenizer minipt reads (GPT-2's "
+                             "byte-level BPE, or minipt_tokenizer.json)")
+    try:
+        vocab = json.loads((folder / VOCAB).read_text(encoding="utf-8")) if (folder / VOCAB).is_file() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        vocab = {}                                    # load_gpt2_files names the damage
+    if isinstance(vocab, dict) and sum(t.endswith("</w>") for t in vocab) > len(vocab) // 10:
+        raise ValueError(f"{folder / VOCAB}: tokens ending in '</w>' are OpenAI GPT's BPE (lowercased, word-end "
+                         "marks), not GPT-2's byte-level BPE; minipt does not implement it")
+
+
 def load_tokenizer(folder):
     """The tokenizer stored beside a model, or None."""
     from ..tokenizers.base import Tokenizer
@@ -44,6 +73,7 @@ def load_tokenizer(folder):
 
     folder = Path(folder)
     if ((folder / VOCAB).is_file() and (folder / MERGES).is_file()) or (folder / TOKENIZER_JSON).is_file():
+        _check_gpt2_tokenizer(folder)
         return load_gpt2_files(folder)
     if (folder / MINIPT_TOKENIZER).is_file():
         return Tokenizer.load(folder / MINIPT_TOKENIZER)

@@ -69,7 +69,8 @@ def is_buffer(name: str) -> bool:
 
 def export_problem(c: GPTConfig) -> str | None:
     """Why ``GPT2LMHeadModel`` cannot hold this (pre-LN, dense) config, or None if it can."""
-    wanted = dict(norm="layer", positions="learned", activation="gelu_tanh", bias=True, final_norm=True)
+    wanted = dict(norm="layer", positions="learned", activation="gelu_tanh", bias=True, final_norm=True,
+                  prenorm=True)
     for key, value in wanted.items():
         if getattr(c, key) != value:
             return (f"{key}={getattr(c, key)!r}: GPT2LMHeadModel needs {key}={value!r} "

@@ -2,7 +2,7 @@
 
 A ``config.json`` is a flat JSON object of hyper-parameters; ``model_type`` says which
 model class reads it. A key that is absent takes the default of that model's config
-class (``GPT2Config``, ``LlamaConfig``), so the readers here take the same defaults.
+class (``GPT2Config``, ``LlamaConfig``, ``OpenAIGPTConfig``), so the readers here take the same defaults.
 Everything that changes what the network computes is either mapped onto a ``GPTConfig``
 field or checked against the one value minipt implements; anything else is a
 ``ValueError`` naming the option, never a silently different model.

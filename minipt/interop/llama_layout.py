@@ -82,7 +82,7 @@ def is_buffer(name: str) -> bool:
 
 def export_problem(c: GPTConfig) -> str | None:
     """Why ``LlamaForCausalLM`` cannot hold this (pre-LN, dense) config, or None if it can."""
-    wanted = dict(norm="rms", positions="rope", activation="swiglu", final_norm=True)
+    wanted = dict(norm="rms", positions="rope", activation="swiglu", final_norm=True, prenorm=True)
     for key, value in wanted.items():
         if getattr(c, key) != value:
             return (f"{key}={getattr(c, key)!r}: LlamaForCausalLM needs {key}={value!r} "

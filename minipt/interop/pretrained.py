@@ -2,10 +2,15 @@
 
 A transformers model folder is ``config.json`` (hyper-parameters; ``model_type`` names
 the architecture) plus ``model.safetensors`` (named tensors). minipt reads and writes
-two layouts, chosen by ``model_type``:
+three layouts, chosen by ``model_type``:
 
 - ``gpt2``  <-> ``GPT2LMHeadModel``  (``gpt2_layout.py``): GPT-2-style minipt models;
-- ``llama`` <-> ``LlamaForCausalLM`` (``llama_layout.py``): LLaMA-style minipt models.
+- ``llama`` <-> ``LlamaForCausalLM`` (``llama_layout.py``): LLaMA-style minipt models;
+- ``openai-gpt`` <-> ``OpenAIGPTLMHeadModel`` (``openai_gpt_layout.py``): GPT-1 (post-LN).
+
+On export each layout says whether it can hold the model's config (``export_problem``);
+the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
+picks the family.
 
 Loading checks before it reads any tensor: the config (an option minipt does not
 implement is a ValueError naming it), then every tensor name and shape against the model
@@ -29,33 +34,30 @@ from pathlib import Path
 import numpy as np
 
 from ..models.decoder.gpt import GPT, GPTConfig
-from . import gpt2_layout, llama_layout
+from . import gpt2_layout, llama_layout, openai_gpt_layout
 from .hf_config import read_config, write_config
 from .layout import from_theirs, their_shapes, to_theirs
 from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
 
-LAYOUTS = {gpt2_layout.MODEL_TYPE: gpt2_layout, llama_layout.MODEL_TYPE: llama_layout}
+LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
 
 def layout_for(config: GPTConfig):
     """The layout module that can hold ``config``, or a ValueError saying why none can."""
-    if not config.prenorm:
-        problems = {None: "post-LN blocks (prenorm=False, as in GPT-1) have no counterpart in GPT2LMHeadModel or "
-                          "LlamaForCausalLM, which are pre-LN: the exported model would compute something else"}
-    elif config.sparse_window:
-        problems = {None: f"sparse_window={config.sparse_window} (GPT-3's banded sparse layers): GPT2LMHeadModel "
-                          "and LlamaForCausalLM attend densely in every layer, so the exported model would "
-                          "compute something else"}
+    if config.sparse_window:
+        problems = {None: f"sparse_window={config.sparse_window} (GPT-3's banded sparse layers): "
+                          f"{', '.join(m.ARCHITECTURE for m in LAYOUTS.values())} attend densely in every layer, "
+                          "so the exported model would compute something else"}
     else:
-        problems = {layout: layout.export_problem(config) for layout in (gpt2_layout, llama_layout)}
+        problems = {layout: layout.export_problem(config) for layout in LAYOUTS.values()}
     for layout, problem in problems.items():
         if problem is None:
             return layout
     why = "; ".join(problems.values())
     raise ValueError(f"cannot export this model to transformers: {why}. Exportable are GPT-2-style configs "
-                     "(GPTConfig.gpt2) and LLaMA-style configs (llama_config)")
+                     "(GPTConfig.gpt2), LLaMA-style configs (llama_config) and GPT-1 (GPTConfig.gpt1)")
 
 
 def their_named(model: GPT, which: str = "params") -> dict[str, np.ndarray]:
@@ -71,8 +73,8 @@ def save_pretrained(model: GPT, folder, *, tokenizer=None, overwrite: bool = Fal
     and ``tokenizer``'s files if given (byte-level BPE: GPT-2's vocab.json + merges.txt;
     other minipt tokenizers: ``minipt_tokenizer.json``).
 
-    Raises ValueError for a model no transformers class can hold (GPT-1's post-LN, GPT-3's
-    sparse layers, mixed styles) before anything is written, and FileExistsError when
+    Raises ValueError for a model no transformers class can hold (GPT-3's sparse layers,
+    GPT-1 with exact GELU, mixed styles) before anything is written, and FileExistsError when
     ``folder`` exists and is not empty (pass ``overwrite=True`` to replace it)."""
     folder = Path(folder)
     layout = layout_for(model.config)
@@ -164,8 +166,8 @@ def _pick_dtype(dtype, index: dict):
 
 
 def from_pretrained(folder, *, dtype=None) -> GPT:
-    """A minipt ``GPT`` with the weights of a transformers ``GPT2LMHeadModel`` or
-    ``LlamaForCausalLM`` folder. ``dtype`` float32 / float64 (default: float64 if the file
+    """A minipt ``GPT`` with the weights of a transformers ``GPT2LMHeadModel``,
+    ``LlamaForCausalLM`` or ``OpenAIGPTLMHeadModel`` folder. ``dtype`` float32 / float64 (default: float64 if the file
     is float64, else float32; float16 tensors are widened)."""
     folder = Path(folder)
     config, layout = config_from_folder(folder)

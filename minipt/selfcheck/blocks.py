@@ -110,7 +110,7 @@ CASES = [
     Case("nn.MHA cross masked", "memory padding (B,1,S)",
          _check(_mha(cross=True), _x(), _mem, mask=masks.padding(np.array([3, 1]), S))),
     Case("nn.Block pre-LN gelu_tanh", "GPT-2 style, causal", _check(_block(), _x(), causal=True)),
-    Case("nn.Block post-LN gelu", "GPT-1/BERT style, padding",
+    Case("nn.Block post-LN gelu", "BERT style (exact GELU), padding",
          _check(_block(prenorm=False, activation="gelu"), _x(), mask=_pad)),
     Case("nn.Block rms swiglu rope", "LLaMA style",
          _check(_block(norm="rms", activation="swiglu", bias=False, rope=True), _x(), causal=True,

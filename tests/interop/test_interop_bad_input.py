@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from minipt.interop import from_pretrained, pretrained, save_pretrained
+from minipt.interop.cli_commands import load_hf_for_sampling
 from minipt.interop.safetensors_io import read_file, write_tensors
 from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.models.decoder.llama import llama_config  # noqa: E402
@@ -42,6 +43,10 @@ def test_other_architecture(tmp_path):
     edit_config(folder, architectures=["LlamaForSequenceClassification"])
     with pytest.raises(ValueError, match="LlamaForSequenceClassification"):
         from_pretrained(folder)
+    folder = copy("openai-gpt", tmp_path)
+    edit_config(folder, architectures=["OpenAIGPTDoubleHeadsModel"])
+    with pytest.raises(ValueError, match=r"OpenAIGPTDoubleHeadsModel.*supports \['OpenAIGPTLMHeadModel'"):
+        from_pretrained(folder)
 
 
 def test_missing_tensor(tmp_path):
@@ -67,6 +72,29 @@ def test_shape_disagrees_with_config(tmp_path):
     folder = copy("llama", tmp_path)
     edit_config(folder, intermediate_size=64)
     with pytest.raises(ValueError, match=r"model\.layers\.0\.mlp\.gate_proj\.weight has shape \(48, 32\)"):
+        from_pretrained(folder)
+    folder = copy("openai-gpt", tmp_path)
+    edit_config(folder, n_embd=64, n_head=4)
+    with pytest.raises(ValueError, match=r"transformer\.tokens_embed\.weight has shape \(64, 32\), but config\.json "
+                                         r"implies \(64, 64\)"):
+        from_pretrained(folder)
+
+
+def test_gpt1_file_with_gpt2_parts(tmp_path):
+    """A final LayerNorm (GPT-2's ln_f) has no place in OpenAIGPT; a missing transposed
+    matrix is named with the shape it must have."""
+    folder = copy("openai-gpt", tmp_path)
+    edit_tensors(folder, lambda t: {**t, "transformer.ln_f.weight": np.ones(32)})
+    with pytest.raises(ValueError, match=r"tensor transformer\.ln_f\.weight \(32,\) is not part of an? "
+                                         r"OpenAIGPTLMHeadModel"):
+        from_pretrained(folder)
+    folder = copy("openai-gpt", tmp_path / "2")
+    edit_tensors(folder, lambda t: {k: v for k, v in t.items() if k != "transformer.h.0.mlp.c_fc.weight"})
+    with pytest.raises(ValueError, match=r"tensor transformer\.h\.0\.mlp\.c_fc\.weight \(32, 128\) is missing"):
+        from_pretrained(folder)
+    folder = copy("openai-gpt", tmp_path / "3")
+    edit_tensors(folder, lambda t: {**t, "transformer.h.1.attn.c_proj.weight": np.zeros((32, 33))})
+    with pytest.raises(ValueError, match=r"transformer\.h\.1\.attn\.c_proj\.weight has shape \(32, 33\)"):
         from_pretrained(folder)
 
 
@@ -98,6 +126,14 @@ def test_tied_config_with_a_different_head(tmp_path):
     ("llama", dict(pretraining_tp=2), "pretraining_tp"),
     ("llama", dict(attention_bias=True), "attention_bias"),
     ("llama", dict(attention_dropout=0.1), "attention_dropout"),
+    ("openai-gpt", dict(afn="silu"), "afn = 'silu'"),
+    ("openai-gpt", dict(afn="gelu_new"), "afn = 'gelu_new'"),
+    ("openai-gpt", dict(n_ctx=8), "n_ctx = 8 differs from n_positions = 16"),
+    ("openai-gpt", dict(n_special=2), "n_special = 2"),
+    ("openai-gpt", dict(embd_pdrop=0.1), "dropout rates"),
+    ("openai-gpt", dict(n_head=5), "divisible"),
+    ("openai-gpt", dict(n_positions=0), "n_positions must be an integer >= 1"),
+    ("openai-gpt", dict(tie_word_embeddings="yes"), "tie_word_embeddings must be true or false"),
 ])
 def test_unsupported_option_is_named(arch, changes, option, tmp_path):
     folder = copy(arch, tmp_path)
@@ -161,7 +197,12 @@ def test_shard_index_cannot_point_outside(tmp_path):
 
 
 @pytest.mark.parametrize("config, why", [
-    (GPTConfig.gpt1(**SMALL), "post-LN"),
+    (GPTConfig.gpt1(**SMALL, activation="gelu"), "activation='gelu': OpenAIGPTLMHeadModel's afn is 'gelu' "
+                                                 r"\(the tanh approximation"),
+    (GPTConfig.gpt1(**SMALL, d_ff=48), "d_ff=48: OpenAIGPTLMHeadModel's MLP width is 4 \\* d_model = 64"),
+    (GPTConfig.gpt1(**SMALL, final_norm=True), "final_norm=True: OpenAIGPTLMHeadModel needs final_norm=False"),
+    (GPTConfig.gpt1(**SMALL, bias=False), "; bias=False: OpenAIGPTLMHeadModel needs bias=True"),
+    (GPTConfig.gpt2(**SMALL, prenorm=False, final_norm=False, norm="rms"), "norm='rms': OpenAIGPTLMHeadModel"),
     (GPTConfig.gpt3(**SMALL), "sparse_window=2"),
     (GPTConfig.gpt2(**SMALL, norm="rms"), "norm='rms'.*positions='learned'"),
     (GPTConfig.gpt2(**SMALL, activation="relu"), "activation='relu'"),
@@ -200,3 +241,17 @@ def test_tokenizer_larger_than_the_model(tmp_path):
     with pytest.raises(ValueError, match="tokenizer has 257 tokens but the model's vocab_size is 40"):
         save_pretrained(model, tmp_path / "out", tokenizer=tok)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_openai_gpt_tokenizer_is_named(tmp_path):
+    """The openai-gpt release's own BPE (lowercased, word ends marked </w>) is not GPT-2's
+    byte-level BPE: sampling from such a folder names it instead of mis-reading it."""
+    folder = copy("openai-gpt", tmp_path)
+    vocab = {"a": 0, "b": 1, "a</w>": 2, "b</w>": 3, "ab</w>": 4, "<unk>": 5}
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\na b</w>\n")
+    with pytest.raises(ValueError, match=r"vocab\.json: tokens ending in '</w>' are OpenAI GPT's BPE"):
+        load_hf_for_sampling(folder)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "OpenAIGPTTokenizer"}))
+    with pytest.raises(ValueError, match="tokenizer_class 'OpenAIGPTTokenizer' is not a tokenizer minipt reads"):
+        load_hf_for_sampling(folder)

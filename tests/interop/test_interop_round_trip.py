@@ -23,6 +23,8 @@ CONFIGS = {
     "llama": llama_config(**SMALL, d_ff=24),
     "llama-tied": llama_config(**SMALL, tie_embeddings=True),
     "llama-bias": llama_config(**SMALL, bias=True),
+    "gpt1-tied": GPTConfig.gpt1(**SMALL),
+    "gpt1-untied-relu": GPTConfig.gpt1(**SMALL, tie_embeddings=False, activation="relu", eps=3e-5),
 }
 
 
@@ -52,7 +54,7 @@ def test_round_trip_is_bitwise(name, dtype, tmp_path):
     assert meta == {"format": "pt"} and ("lm_head.weight" in tensors) == (not model.config.tie_embeddings)
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "openai-gpt"])
 def test_transformers_folder_survives_minipt_bitwise(arch, tmp_path):
     """A folder transformers wrote -> minipt -> folder: the very same tensors and names."""
     save_pretrained(from_pretrained(FIXTURES / arch), tmp_path / "again")
@@ -76,6 +78,12 @@ def test_their_named_maps_params_like_grads():
     gpt2 = random_model(CONFIGS["gpt2-tied"])
     np.testing.assert_array_equal(their_named(gpt2)["transformer.h.0.mlp.c_fc.weight"],
                                   gpt2.h.blocks[0].mlp.c_fc.params["weight"].T)
+    gpt1 = random_model(CONFIGS["gpt1-tied"])
+    theirs = their_named(gpt1)
+    np.testing.assert_array_equal(theirs["transformer.positions_embed.weight"], gpt1.wpe.params["weight"])
+    np.testing.assert_array_equal(theirs["transformer.h.1.attn.c_attn.weight"],
+                                  gpt1.h.blocks[1].attn.c_attn.params["weight"].T)       # (C, 3C): q | k | v
+    np.testing.assert_array_equal(theirs["transformer.h.1.ln_2.bias"], gpt1.h.blocks[1].ln_2.params["bias"])
 
 
 def test_overwrite_replaces_and_empty_folder_is_fine(tmp_path):
@@ -115,6 +123,25 @@ def test_original_gpt2_file_layout_loads(tmp_path):
     shutil.copy(FIXTURES / "gpt2" / "config.json", folder)
     write_tensors(folder / "model.safetensors", bare)
     a, b = from_pretrained(folder), from_pretrained(FIXTURES / "gpt2")
+    assert all(np.array_equal(p, b.parameters()[k]) for k, p in a.parameters().items())
+
+
+def test_older_openai_gpt_file_layout_loads(tmp_path):
+    """An OpenAIGPTModel file of older transformers: names without 'transformer.', the causal
+    masks attn.bias and position_ids stored as buffers (skipped)."""
+    tensors, _ = read_file(FIXTURES / "openai-gpt" / "model.safetensors")
+    bare = {n[len("transformer."):]: a for n, a in tensors.items()}
+    bare["position_ids"] = np.arange(16)[None]
+    for i in range(2):
+        bare[f"h.{i}.attn.bias"] = np.tril(np.ones((1, 1, 16, 16)))
+    folder = tmp_path / "openai-gpt"
+    folder.mkdir()
+    config = json.loads((FIXTURES / "openai-gpt" / "config.json").read_text())
+    config.update(n_ctx=16, n_special=0, predict_special_tokens=True)       # keys of the hub's openai-gpt
+    (folder / "config.json").write_text(json.dumps(config))
+    write_tensors(folder / "model.safetensors", bare)
+    a, b = from_pretrained(folder), from_pretrained(FIXTURES / "openai-gpt")
+    assert a.config == b.config
     assert all(np.array_equal(p, b.parameters()[k]) for k, p in a.parameters().items())
 
 
@@ -165,6 +192,33 @@ def test_export_byte_bpe_llama_run(tmp_path):
     loaded, tok2 = load_hf_for_sampling(out)
     assert tok2.encode("你好 world<|endoftext|>") == tok.encode("你好 world<|endoftext|>")
     assert not loaded.training
+
+
+def test_export_gpt1_run(tmp_path):
+    """A ``minipt train gpt1`` run exports as OpenAIGPTLMHeadModel; a GPT-1 run
+    saved before GPT-1 took the tanh GELU (activation "gelu", exact) is refused, since
+    transformers' afn "gelu" would compute the approximation."""
+    tok = ByteBPETokenizer().fit("the cat sat on the mat " * 4, 6)
+    model = random_model(GPTConfig.gpt1(**{**SMALL, "vocab_size": tok.vocab_size}), np.float32)
+    out, note = export_checkpoint(_run_folder(tmp_path, model, tok, "gpt1"), tmp_path / "hf")
+    assert note.startswith("OpenAIGPTLMHeadModel with GPT-2 tokenizer files")
+    config = json.loads((out / "config.json").read_text())
+    assert (config["model_type"], config["afn"], config["n_positions"], config["n_ctx"]) == ("openai-gpt", "gelu",
+                                                                                               12, 12)
+    loaded, tok2 = load_hf_for_sampling(out)
+    ids = tok.encode_array("the cat sat")[None]
+    assert loaded.config == model.config and np.array_equal(loaded(ids)[1], model(ids)[1])
+    assert tok2.encode("the mat") == tok.encode("the mat")
+
+    old = GPT(GPTConfig.gpt1(**{**SMALL, "vocab_size": tok.vocab_size}, activation="gelu"),
+              rng=np.random.default_rng(0))
+    run = tmp_path / "old"
+    run.mkdir()
+    save_checkpoint(run / "checkpoint.npz", old, config={**old.spec(), "model": "gpt1"})
+    tok.save(run / "tokenizer.json")
+    with pytest.raises(ValueError, match=r"activation='gelu': OpenAIGPTLMHeadModel's afn is 'gelu' \(the tanh"):
+        export_checkpoint(run, tmp_path / "hf-old")
+    assert not (tmp_path / "hf-old").exists()
 
 
 def test_folder_without_tokenizer_samples_ids(tmp_path):

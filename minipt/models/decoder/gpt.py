@@ -3,7 +3,9 @@
 - GPT-1 (Radford et al. 2018, "Improving Language Understanding by Generative
   Pre-Training"): h0 = U W_e + W_p (learned positions), post-LN blocks with masked
   self-attention, GELU, P(u) = softmax(h_n W_e^T) (output tied to the token embedding),
-  N(0, 0.02) init.
+  N(0, 0.02) init. GELU as OpenAI's released code computes it: the tanh approximation
+  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as ``transformers``' OpenAIGPT does
+  (``afn: "gelu"``), so ``interop`` can load and save the ``openai-gpt`` layout.
 - GPT-2 (Radford et al. 2019): LayerNorm moved to the input of each sub-block (pre-LN),
   a final LayerNorm after the last block, residual projections initialised with std
   0.02 / sqrt(2 N).
@@ -85,7 +87,7 @@ class GPTConfig:
 
     @classmethod
     def gpt1(cls, **kw) -> "GPTConfig":
-        return cls(**{**dict(prenorm=False, final_norm=False, activation="gelu",
+        return cls(**{**dict(prenorm=False, final_norm=False, activation="gelu_tanh",
                              scaled_residual_init=False), **kw})
 
     @classmethod
