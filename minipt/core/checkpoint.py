@@ -127,7 +127,7 @@ def _refuse_foreign(path: Path) -> None:
     try:
         with zipfile.ZipFile(path) as z:
             names = z.namelist()
-    except zipfile.BadZipFile as e:
+    except Exception as e:                         # BadZipFile, and struct/seek errors of a mangled directory
         raise ValueError(f"{path} is a damaged or incomplete zip archive ({e}); {_NOT_OURS}") from None
     if any(n.endswith(".pkl") for n in names):     # torch.save since 1.6: a zip around data.pkl
         raise ValueError(f"{path} is a PyTorch (torch.save) archive holding a pickle; minipt never "
