@@ -137,15 +137,18 @@ def _resume_state(ckpt_path: Path, metrics_path: Path | None, model: Module, opt
         raise FileNotFoundError(f"resume: no checkpoint at {ckpt_path}")
     ck = load_checkpoint(ckpt_path)
     extra = ck.extra
-    names = [n for n, _ in model.generators()]
     if not (isinstance(extra.get("step"), int) and extra["step"] >= 0 and isinstance(extra.get("data_rng"), dict)
-            and isinstance(extra.get("model_rngs"), dict) and set(extra["model_rngs"]) == set(names)):
-        raise ValueError(f"{ckpt_path} was not saved by the training loop (no step and random-generator "
-                         "states for this model): it cannot be resumed")
+            and isinstance(extra.get("model_rngs"), dict)):
+        raise ValueError(f"{ckpt_path} was not saved by the training loop (it has no step and random-generator "
+                         "states): it cannot be resumed")
     try:
         ck.restore(model, opt)
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{ckpt_path} does not fit this model: {e}") from None
+    names = sorted(n for n, _ in model.generators())
+    if sorted(extra["model_rngs"]) != names:
+        raise ValueError(f"{ckpt_path} does not fit this model: it saved the random generators "
+                         f"{sorted(extra['model_rngs'])}, the model has {names} (dropout differs?)")
     history = read_metrics(metrics_path) if metrics_path and metrics_path.exists() else []
     return extra["step"], extra, [h for h in history if h["step"] <= extra["step"]]
 
