@@ -10,6 +10,7 @@ succeeds with exactly the output of the undamaged run. Seeded; a few seconds of 
 
 The CLI's `gpt` entry gets a tiny `toy` preset (1 layer, d 16), as in test_cli_runs.py."""
 import dataclasses
+import json
 import os
 import pickle
 import shutil
@@ -125,3 +126,17 @@ def test_damaged_file_is_a_one_line_message_or_harmless(world, tmp_path, command
         assert len(lines) == 1 and "Traceback" not in got, f"{where}: {got!r}"
         assert name in lines[0] or (name == "model.safetensors" and "safetensors" in lines[0]), \
             f"{where}: the message does not name the file: {lines[0]}"
+
+
+def test_a_tokenizer_edited_into_valid_json_is_caught_by_its_checksum(world, tmp_path, capsys):
+    run, hf, root, base = world
+    folder = tmp_path / "run"
+    shutil.copytree(run, folder)
+    text = (folder / "tokenizer.json").read_text()
+    tokens = json.loads(text)["tokens"]
+    new = next(c for c in "zqxjZQXJ" if c not in tokens)
+    swapped = next(t for t in tokens if t.isalpha())
+    (folder / "tokenizer.json").write_text(text.replace(f'"{swapped}"', f'"{new}"', 1))   # still a valid tokenizer
+    for argv in (["sample", "--checkpoint", str(folder), *SAMPLE], ["train", "gpt", "--out", str(folder), "--resume"]):
+        assert main(argv) == 2
+        assert "tokenizer.json does not match" in capsys.readouterr().err
