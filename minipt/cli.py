@@ -38,6 +38,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .models import registry
 
     entry = registry.get(args.model)
+    args.out = args.out or f"runs/{entry.name}"
     report = entry.recipe(entry, args.preset, corpus=args.corpus, steps=args.steps, out_dir=args.out,
                           seed=args.seed, resume=args.resume, overwrite=args.overwrite, progress=True)
     print()
@@ -151,8 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("model", choices=[e.name for e in trainable], help="what to train (`minipt models` lists them)")
     p.add_argument("--preset", default=None, help="the model's preset (see the list above; default: toy)")
     p.add_argument("--corpus", default=None, help="train on this UTF-8 text file instead of the preset's data")
-    p.add_argument("--steps", type=positive, default=None, help="override the preset's number of steps")
-    p.add_argument("--out", default="runs/gpt", help="folder for checkpoint, tokenizer, metrics, plot, report")
+    p.add_argument("--steps", type=positive, default=None,
+                   help="number of training steps (default: the preset's, 1500 for gpt's toy)")
+    p.add_argument("--out", default=None, help="folder for checkpoint, tokenizer, metrics, plot, report "
+                   "(default: runs/MODEL)")
     p.add_argument("--seed", type=seed, default=None, help="seed of data, initialisation and sampling (default: 0)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out, from its last checkpoint")
     p.add_argument("--overwrite", action="store_true", help="replace the run files already in --out "
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _after_interrupt(args: argparse.Namespace) -> str:
     """What a second Ctrl-C (or one outside the training loop) left: the last checkpoint."""
-    if args.command != "train":
+    if args.command != "train" or not args.out:
         return ""
     from .core.checkpoint import load_checkpoint
     from .recipes.char_lm import run_paths

@@ -11,6 +11,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -151,6 +152,7 @@ def test_real_ctrl_c_in_a_subprocess_before_any_evaluation(tmp_path):
     metrics = out / "metrics.jsonl"
     while not (metrics.exists() and metrics.read_text().count("\n") >= 2):
         assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130, stderr

@@ -132,7 +132,7 @@ def train_char_lm(entry, preset: str | None = None, *, corpus: str | None = None
         raise ValueError(f"--seed must be a non-negative integer, got {seed!r}")
     if resume and overwrite:
         raise ValueError("--resume continues the run in --out and --overwrite replaces it: give one of them")
-    out, ck_path = run_paths(out_dir)
+    out, ck_path = run_paths(out_dir) if resume else (Path(out_dir), Path(out_dir) / "checkpoint.npz")
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"--out {out} is a file; --out names the folder of a run")
     run = ck = None
@@ -167,7 +167,8 @@ def train_char_lm(entry, preset: str | None = None, *, corpus: str | None = None
         saved_tok = Tokenizer.load(out / "tokenizer.json")
         if run is not None and _sha256((out / "tokenizer.json").read_bytes()) != run["tokenizer_sha256"]:
             raise ValueError(f"{out / 'tokenizer.json'} does not match {ck_path}: changed or damaged since training")
-        _check_same("the vocabulary of this corpus", saved_tok._itos, tok._itos, out, "--corpus")
+        vocab = lambda t: [t.id_to_token(i) for i in range(t.vocab_size)]
+        _check_same("the vocabulary of this corpus", vocab(saved_tok), vocab(tok), out, "--corpus")
         tok = saved_tok
         saved_settings = ck.extra.get("train_config")
         if isinstance(saved_settings, dict):
