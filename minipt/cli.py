@@ -126,7 +126,7 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """Shows ``(default: X)`` for every option that has a default (not for None)."""
 
     def _get_help_string(self, action):
-        if action.default is None or action.default is False:
+        if action.default is None or action.default is False or "(default:" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
 
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
     p.add_argument("--hf", default=None, metavar="FOLDER",
                    help="sample from a Hugging Face transformers folder (GPT-2 or LLaMA layout) instead of a run")
-    p.add_argument("--prompt", default="the ", help="the text to continue")
+    p.add_argument("--prompt", default="the ", help="the text to continue (default: 'the ')")
     p.add_argument("--max-new-tokens", type=count, default=200, help="how many tokens to add")
     p.add_argument("--temperature", type=_number(float, 0), default=0.8, help="0 picks the most likely token")
     p.add_argument("--top-k", type=count, default=None, help="sample among the k most likely tokens only")
