@@ -3,7 +3,7 @@ resume changes no byte, a resume keeps the run's settings, Ctrl-C saves and says
 continue, export --overwrite touches only export files, bad numbers are refused by flag.
 
 The CLI's `gpt` entry is given a tiny `toy` preset here (1 layer, d 16, the toy language
-at 6,000 characters), so each run takes well under a second."""
+at 6,000 characters) and loss.png is a stub, so each run takes well under a second."""
 import dataclasses
 import json
 import os
@@ -31,6 +31,8 @@ RUN_FILES = ["checkpoint.npz", "loss.png", "metrics.jsonl", "report.json", "toke
 
 @pytest.fixture
 def tiny(monkeypatch):
+    import minipt.train as loop                  # the plot is tested on its own below; here it costs seconds
+    monkeypatch.setattr(loop, "plot_history", lambda history, path, oracle=None: path.write_bytes(b"\x89PNG stub"))
     for name in ("gpt", "llama"):
         entry = registry.get(name)
         monkeypatch.setitem(registry._REGISTRY, name, dataclasses.replace(
