@@ -41,7 +41,7 @@ def world(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     entry = registry.get("gpt")
     mp.setitem(registry._REGISTRY, "gpt", dataclasses.replace(entry, presets={"toy": TINY}))
-    mp.setattr(train_module, "plot_history", lambda history, path, oracle=None: path.write_bytes(b"\x89PNG fake"))
+    mp.setattr(train_module, "plot_history", lambda history, path, oracle=None: path.write_bytes(b"\x89PNG fake") and path)
     root = tmp_path_factory.mktemp("damage")
     run, hf = root / "run", root / "hf"
     real = char_lm.train
