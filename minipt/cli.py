@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (ValueError, TypeError, IndexError, KeyError, OSError, ImportError, FloatingPointError) as e:
-        print(f"minipt {args.command}: error: {e}", file=sys.stderr)   # bad input: a message, no traceback
+        message = " ".join(str(e).split("\n"))            # bad input: one line, no traceback
+        print(f"minipt {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"\nminipt {args.command}: interrupted" + _after_interrupt(args), file=sys.stderr)
