@@ -15,7 +15,7 @@ Nothing is unpickled and no code from the folder runs; a ``pytorch_model.bin`` i
 Saving writes everything into a temporary folder beside the target first, so a failed
 export leaves nothing behind. A new folder is then renamed into place at once; with
 ``overwrite=True`` an existing folder gets the new files one by one and loses only the
-files an export writes (``EXPORT_FILES``): anything else in it, subfolders included, is
+files an export writes (``export_files()``): anything else in it, subfolders included, is
 kept, and no folder is ever deleted.
 
 ``their_named(model, ...)`` gives the model's parameters or gradients under the
