@@ -248,3 +248,18 @@ def test_loss_plot_draws_the_oracle_and_a_log_gap_axis():
     top = max(np.max(line.get_ydata()) for line in gap.get_lines())
     low = min(np.min(line.get_ydata()) for line in gap.get_lines())
     assert low < 0.06 and top / low > 10                      # the last 0.05 nats span a decade or more
+
+
+def test_a_second_ctrl_c_stops_at_once_and_names_the_last_checkpoint(tiny, monkeypatch, tmp_path, capsys):
+    real = char_lm.train
+
+    def train(*args, **kw):
+        def stop_now(step, record):
+            if step == 6:
+                raise KeyboardInterrupt                  # what the second Ctrl-C raises inside a step
+        return real(*args, **{**kw, "callback": stop_now})
+    monkeypatch.setattr(char_lm, "train", train)
+    out = tmp_path / "run"
+    assert main(["train", "gpt", "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "is at step 4" in err and f"`minipt train gpt --out {out} --resume`" in err
