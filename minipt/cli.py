@@ -38,14 +38,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .models import registry
 
     entry = registry.get(args.model)
+    args.out = args.out or f"runs/{entry.name}"
     report = entry.recipe(entry, args.preset, corpus=args.corpus, steps=args.steps, out_dir=args.out,
-                          seed=args.seed, resume=args.resume, progress=True)
+                          seed=args.seed, resume=args.resume, overwrite=args.overwrite, progress=True)
     print()
     for line in report["summary"]:
         print(line)
     print("wrote " + ", ".join(report["files"]))
     if report.get("interrupted"):
-        print(f"interrupted: continue with `minipt train {entry.name} --preset {args.preset} --out {args.out} --resume`")
+        print(f"interrupted at step {report['steps']} of {report['total_steps']} (checkpoint saved): continue "
+              f"with `{report['resume_command']}`")
+        return 130                                  # 128 + SIGINT, as shells expect after Ctrl-C
     return 0
 
 
@@ -61,6 +64,8 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
+    import warnings
+
     import numpy as np
 
     from .inference.decoding import SamplingConfig, generate
@@ -79,8 +84,14 @@ def cmd_sample(args: argparse.Namespace) -> int:
                              "minipt_tokenizer.json); pass --prompt as space-separated token ids") from None
     else:
         prompt = tok.encode_array(args.prompt)
-    new = generate(model, prompt, SamplingConfig(args.max_new_tokens, args.temperature, args.top_k, args.top_p),
-                   np.random.default_rng(args.seed))
+    if prompt.size == 0:
+        raise ValueError("--prompt is empty: give at least one character to continue from")
+    with warnings.catch_warnings(record=True) as caught:   # a cropped prompt: one plain sentence
+        warnings.simplefilter("always")
+        new = generate(model, prompt, SamplingConfig(args.max_new_tokens, args.temperature, args.top_k, args.top_p),
+                       np.random.default_rng(args.seed))
+    for w in caught:
+        print(f"minipt sample: note: {w.message}", file=sys.stderr)
     print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])) if tok is None else args.prompt + tok.decode(new))
     return 0
 
@@ -93,11 +104,39 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _number(kind, minimum: float, maximum: float | None = None, *, above: bool = False):
+    """An argparse type: ``kind`` (int or float) >= minimum (> minimum with ``above``),
+    <= maximum; argparse turns the ValueError into ``argument --flag: invalid ... value``."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        low_ok = value > minimum if above else value >= minimum
+        if not low_ok or (maximum is not None and value > maximum) or value != value:
+            rng = f"{'>' if above else '>='} {minimum:g}" + (f" and <= {maximum:g}" if maximum is not None else "")
+            raise argparse.ArgumentTypeError(f"must be {rng}, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows ``(default: X)`` for every option that has a default (not for None)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or "(default:" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def main(argv: list[str] | None = None) -> int:
     from . import __version__
     from .models import registry
 
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = _Help
+    positive, count, seed = _number(int, 1), _number(int, 1), _number(int, 0)
     parser = argparse.ArgumentParser(prog="minipt", description=__doc__)
     parser.add_argument("--version", action="version", version=f"minipt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -109,38 +148,63 @@ def main(argv: list[str] | None = None) -> int:
     trainable = registry.trainable()
     listing = "; ".join(f"{e.name} ({e.title}: presets {', '.join(e.presets)})" for e in trainable)
     p = sub.add_parser("train", help="train a model (the main job: `minipt train gpt`)", formatter_class=fmt,
-                       description=f"Models: {listing}.")
+                       description=f"Models: {listing}. With --resume, options left out come from the saved run.")
     p.add_argument("model", choices=[e.name for e in trainable], help="what to train (`minipt models` lists them)")
-    p.add_argument("--preset", default="toy", help="the model's preset (see the list above)")
-    p.add_argument("--corpus", default=None, help="train on this UTF-8 text file instead")
-    p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
-    p.add_argument("--out", default="runs/gpt", help="folder for checkpoint, metrics, plot, report")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.add_argument("--preset", default=None, help="the model's preset (see the list above; default: toy)")
+    p.add_argument("--corpus", default=None, help="train on this UTF-8 text file instead of the preset's data")
+    p.add_argument("--steps", type=positive, default=None,
+                   help="number of training steps (default: the preset's, 1500 for gpt's toy)")
+    p.add_argument("--out", default=None, help="folder for checkpoint, tokenizer, metrics, plot, report "
+                   "(default: runs/MODEL)")
+    p.add_argument("--seed", type=seed, default=None, help="seed of data, initialisation and sampling (default: 0)")
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --out, from its last checkpoint")
+    p.add_argument("--overwrite", action="store_true", help="replace the run files already in --out "
+                   "(checkpoint.npz, tokenizer.json, metrics.jsonl, loss.png, report.json)")
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("sample", help="continue a prompt with a trained model", formatter_class=fmt)
-    p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run")
+    p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
     p.add_argument("--hf", default=None, metavar="FOLDER",
                    help="sample from a Hugging Face transformers folder (GPT-2 or LLaMA layout) instead of a run")
-    p.add_argument("--prompt", default="the ")
-    p.add_argument("--max-new-tokens", type=int, default=200)
-    p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prompt", default="the ", help="the text to continue (default: 'the ')")
+    p.add_argument("--max-new-tokens", type=count, default=200, help="how many tokens to add")
+    p.add_argument("--temperature", type=_number(float, 0), default=0.8, help="0 picks the most likely token")
+    p.add_argument("--top-k", type=count, default=None, help="sample among the k most likely tokens only")
+    p.add_argument("--top-p", type=_number(float, 0, 1, above=True), default=None,
+                   help="sample from the smallest set of tokens whose probability reaches p")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the sampler")
     p.set_defaults(func=cmd_sample)
     p = sub.add_parser("export", help="write a trained model as a Hugging Face transformers folder", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
     p.add_argument("--to", required=True, metavar="FOLDER", help="the folder to write (config.json, model.safetensors)")
-    p.add_argument("--overwrite", action="store_true", help="replace FOLDER if it exists and is not empty")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier export in FOLDER (only the files an export writes; others are kept)")
     p.set_defaults(func=cmd_export)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError, IndexError, KeyError, FileNotFoundError, FileExistsError, ImportError,
-            FloatingPointError) as e:
-        print(f"minipt {args.command}: error: {e}", file=sys.stderr)   # bad input: a message, no traceback
+    except (ValueError, TypeError, IndexError, KeyError, OSError, ImportError, FloatingPointError) as e:
+        message = " ".join(str(e).split("\n"))            # bad input: one line, no traceback
+        print(f"minipt {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\nminipt {args.command}: interrupted" + _after_interrupt(args), file=sys.stderr)
+        return 130
+
+
+def _after_interrupt(args: argparse.Namespace) -> str:
+    """What a second Ctrl-C (or one outside the training loop) left: the last checkpoint."""
+    if args.command != "train" or not args.out:
+        return ""
+    from .core.checkpoint import load_checkpoint
+    from .recipes.char_lm import run_paths
+    import shlex
+    _, ck_path = run_paths(args.out)
+    try:
+        step = load_checkpoint(ck_path).extra["step"]
+    except (OSError, ValueError, KeyError):
+        return "; no checkpoint was saved"
+    return (f"; the last checkpoint ({ck_path}) is at step {step}: continue with "
+            f"`minipt train {args.model} --out {shlex.quote(str(args.out))} --resume`")
 
 
 if __name__ == "__main__":

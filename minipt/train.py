@@ -4,10 +4,12 @@ A model answers ``loss, logits = model(*batch)`` and ``model.backward()`` (the L
 interface of ARCHITECTURE.md), so the n-gram's neural successors, the LSTM, GPT, BERT
 and T5 all train here. The loop does AdamW (Loshchilov & Hutter 2019) with warm-up and
 cosine decay (GPT-1, Radford et al. 2018), global gradient-norm clipping, gradient
-accumulation, periodic evaluation, a tqdm progress bar with loss and tokens/s,
+accumulation, periodic evaluation, a tqdm progress bar with loss and training tokens/s
+(evaluation time left out),
 atomic checkpoints with optimiser and RNG state (resuming reproduces the uninterrupted
 run), a clean save on Ctrl-C, a NaN/inf guard that keeps the last good checkpoint, a
-JSON-lines metrics log and a PNG plot of the losses and the gradient norm.
+JSON-lines metrics log and a PNG plot of the losses (with the oracle's, when known)
+and the gradient norm.
 """
 from __future__ import annotations
 
@@ -69,6 +71,7 @@ class TrainResult:
     plot: Path | None = None
     interrupted: bool = False
     seconds: float = 0.0
+    val_step: int | None = None                 # the step at which val_loss was measured
 
 
 class _SigintFlag:
@@ -104,13 +107,75 @@ def _count_tokens(batch: Batch) -> int:
     return int(first.size) if isinstance(first, np.ndarray) else 0
 
 
+def read_metrics(path: Path) -> list[dict]:
+    """The records of a ``metrics.jsonl`` (one JSON object with an integer ``step`` and a
+    ``loss`` per line); a damaged line is a ValueError naming the file and the line."""
+    try:
+        lines = path.read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is damaged: not UTF-8 text ({e})") from None
+    records = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is damaged: line {n} is not JSON ({e.msg})") from None
+        if not (isinstance(record, dict) and isinstance(record.get("step"), int)
+                and isinstance(record.get("loss"), (int, float)) and isinstance(record.get("grad_norm"), (int, float))):
+            raise ValueError(f"{path} is damaged: line {n} is not a metrics record "
+                             "(an object with an integer step, a loss and a grad_norm)")
+        records.append(record)
+    return records
+
+
+def _resume_state(ckpt_path: Path, metrics_path: Path | None, model: Module, opt) -> tuple[int, dict, list[dict]]:
+    """Read and check everything a resume needs, writing nothing: parameters and optimiser
+    restored into ``model`` / ``opt``; returns (step, saved extra, history up to step)."""
+    if not ckpt_path.exists():
+        raise FileNotFoundError(f"resume: no checkpoint at {ckpt_path}")
+    ck = load_checkpoint(ckpt_path)
+    extra = ck.extra
+    if not (isinstance(extra.get("step"), int) and extra["step"] >= 0 and isinstance(extra.get("data_rng"), dict)
+            and isinstance(extra.get("model_rngs"), dict)):
+        raise ValueError(f"{ckpt_path} was not saved by the training loop (it has no step and random-generator "
+                         "states): it cannot be resumed")
+    try:
+        ck.restore(model, opt)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{ckpt_path} does not fit this model: {e}") from None
+    names = sorted(n for n, _ in model.generators())
+    if sorted(extra["model_rngs"]) != names:
+        raise ValueError(f"{ckpt_path} does not fit this model: it saved the random generators "
+                         f"{sorted(extra['model_rngs'])}, the model has {names} (dropout differs?)")
+    history = read_metrics(metrics_path) if metrics_path and metrics_path.exists() else []
+    return extra["step"], extra, [h for h in history if h["step"] <= extra["step"]]
+
+
+def _set_state(gen: np.random.Generator, state, where: Path) -> None:
+    try:
+        gen.bit_generator.state = state
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"{where}: a saved random-generator state is damaged ({e})") from None
+
+
 def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_config: dict | None = None,
-          resume: bool = False, callback: Callable[[int, dict], None] | None = None) -> TrainResult:
+          resume: bool = False, callback: Callable[[int, dict], None] | None = None,
+          extra: dict | None = None, oracle_loss: float | None = None) -> TrainResult:
     """Train ``model`` on batches from ``get_batch(split, rng)`` for ``config.steps`` steps.
 
     With ``resume=True`` and a checkpoint in ``config.out_dir``, parameters, optimiser,
     step and every random generator (data order, dropout) are restored first, so the
-    remaining steps give the same losses as a run that never stopped.
+    remaining steps give the same losses as a run that never stopped. Everything is read
+    and checked before anything is written: a resume that fails leaves the folder as it was.
+    Without ``resume``, a folder that already holds a checkpoint or metrics is refused
+    (a new run never mixes its log into an old one).
+
+    On Ctrl-C the step in progress finishes, the checkpoint is saved, the model is
+    evaluated once (if ``eval_every``) and the result says ``interrupted``; a second
+    Ctrl-C stops at once. ``extra`` is saved in the checkpoint beside the loop's own state;
+    ``oracle_loss`` (the best achievable loss, when known) is drawn on ``loss.png``.
     """
     out = Path(config.out_dir) if config.out_dir else None
     ckpt_path = out / "checkpoint.npz" if out else None
@@ -121,29 +186,31 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
     schedule = lambda s: warmup_cosine(s, config.steps, config.warmup, config.lr, config.min_lr)
     step, history = 0, []
 
-    if out:
-        out.mkdir(parents=True, exist_ok=True)
     if resume:
-        if not (ckpt_path and ckpt_path.exists()):
-            raise FileNotFoundError(f"resume: no checkpoint at {ckpt_path}")
-        ck = load_checkpoint(ckpt_path)
-        ck.restore(model, opt)
-        step = int(ck.extra["step"])
-        data_rng.bit_generator.state = ck.extra["data_rng"]
+        if not out:
+            raise ValueError("resume=True needs config.out_dir, the folder that holds the checkpoint")
+        step, saved, history = _resume_state(ckpt_path, metrics_path, model, opt)
+        _set_state(data_rng, saved["data_rng"], ckpt_path)
         for name, gen in model.generators():
-            gen.bit_generator.state = ck.extra["model_rngs"][name]
-        if metrics_path and metrics_path.exists():
-            history = [json.loads(l) for l in metrics_path.read_text().splitlines() if l.strip()]
-            history = [h for h in history if h["step"] <= step]
+            _set_state(gen, saved["model_rngs"][name], ckpt_path)
+        if step >= config.steps:
+            raise ValueError(f"{ckpt_path} is at step {step} of {config.steps}: the run is finished, "
+                             "there is nothing to resume")
+    elif out and any((out / f).exists() for f in ("checkpoint.npz", "metrics.jsonl")):
+        raise FileExistsError(f"{out} already holds a run (checkpoint.npz or metrics.jsonl); resume it with "
+                              "resume=True or choose another out_dir")
+    if out:                                    # every check has passed: now the folder may change
+        out.mkdir(parents=True, exist_ok=True)
+        if metrics_path.exists() or not resume:
             metrics_path.write_text("".join(json.dumps(h) + "\n" for h in history))
 
     def save() -> Path | None:
         if not ckpt_path:
             return None
-        extra = {"step": step, "data_rng": data_rng.bit_generator.state,
+        state = {**(extra or {}), "step": step, "data_rng": data_rng.bit_generator.state,
                  "model_rngs": {n: g.bit_generator.state for n, g in model.generators()},
                  "train_config": {k: v for k, v in asdict(config).items()}}
-        save_checkpoint(ckpt_path, model, config=model_config or {}, optimizer=opt, extra=extra)
+        save_checkpoint(ckpt_path, model, config=model_config or {}, optimizer=opt, extra=state)
         return ckpt_path
 
     def log(record: dict) -> None:
@@ -159,10 +226,11 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
     model.train()
     start = time.perf_counter()
     interrupted = False
-    train_loss, val_loss = float("nan"), None
-    tokens, t_last = 0, time.perf_counter()
+    train_loss, val_loss, val_step = float("nan"), None, None
+    tokens, train_seconds = 0, 0.0             # since the last bar update, evaluation left out
     with _SigintFlag() as sigint:
         while step < config.steps:
+            t_step = time.perf_counter()
             opt.lr = schedule(step)
             model.zero_grad()
             loss_sum = 0.0
@@ -188,18 +256,18 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
                                                       and ckpt_path.exists() else ""))
             opt.step()
             step += 1
+            train_seconds += time.perf_counter() - t_step
             train_loss = loss_sum / config.accum_steps
             record = {"step": step, "loss": train_loss, "grad_norm": float(grad_norm), "lr": opt.lr}
-            is_last = step == config.steps
-            if config.eval_every and (step % config.eval_every == 0 or is_last):
-                val_loss = evaluate(model, get_batch, config.eval_batches, np.random.default_rng(eval_seed))
+            if config.eval_every and (step % config.eval_every == 0 or step == config.steps):
+                val_loss, val_step = evaluate(model, get_batch, config.eval_batches,
+                                              np.random.default_rng(eval_seed)), step
                 record["val_loss"] = val_loss
             log(record)
             if bar:
-                now = time.perf_counter()
                 bar.set_postfix(loss=f"{train_loss:.3f}", val=f"{val_loss:.3f}" if val_loss is not None else "-",
-                                tok_s=f"{tokens / max(now - t_last, 1e-9):,.0f}")
-                tokens, t_last = 0, now
+                                train_tok_s=f"{tokens / max(train_seconds, 1e-9):,.0f}")
+                tokens, train_seconds = 0, 0.0
                 bar.update(1)
             if "val_loss" in record or (config.checkpoint_every and step % config.checkpoint_every == 0):
                 save()
@@ -208,32 +276,81 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
             if sigint.hit:
                 interrupted = True
                 break
-    if bar:
-        bar.close()
-    path = save()
-    plot = plot_history(history, out / "loss.png") if out and history else None
-    if interrupted and config.progress:
-        print(f"interrupted at step {step}; saved {path}; continue with resume=True")
+        if bar:
+            bar.close()
+        path = save()                          # on Ctrl-C too: the step is safe before evaluating
+        if interrupted and config.eval_every and val_step != step:
+            val_loss, val_step = evaluate(model, get_batch, config.eval_batches,
+                                          np.random.default_rng(eval_seed)), step
+            history[-1]["val_loss"] = val_loss
+            if metrics_path:
+                metrics_path.write_text("".join(json.dumps(h) + "\n" for h in history))
+    plot = plot_history(history, out / "loss.png", oracle_loss) if out and history else None
     return TrainResult(step, train_loss, val_loss, history, path, plot, interrupted,
-                       time.perf_counter() - start)
+                       time.perf_counter() - start, val_step)
 
 
-def plot_history(history: list[dict], path: Path) -> Path:
-    """Train/validation loss and gradient norm against step, as a PNG (Agg backend)."""
+def plot_history(history: list[dict], path: Path, oracle_loss: float | None = None) -> Path:
+    """``loss_figure`` saved as a PNG (Agg backend)."""
+    import matplotlib.pyplot as plt
+    fig = loss_figure(history, oracle_loss)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def loss_figure(history: list[dict], oracle_loss: float | None = None):
+    """Train/validation loss, the gap to the best possible loss, and the gradient norm
+    against step.
+
+    With ``oracle_loss`` (the loss no model can beat on this validation text) the first
+    panel draws it as a line and the second shows loss minus oracle on a log axis, where
+    the last hundredths of a nat stay visible; without it the second panel zooms on the
+    second half of training."""
     import matplotlib
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    steps = [h["step"] for h in history]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
-    ax1.plot(steps, [h["loss"] for h in history], label="train", lw=0.8)
+    steps = np.array([h["step"] for h in history])
+    loss = np.array([h["loss"] for h in history])
     val = [(h["step"], h["val_loss"]) for h in history if "val_loss" in h]
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13, 3.4))
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.15, top=0.97, wspace=0.3)
+    ax1.plot(steps, loss, label="train", lw=0.8)
     if val:
         ax1.plot(*zip(*val), "o-", label="validation", ms=3)
+    if oracle_loss is not None:
+        ax1.axhline(oracle_loss, color="k", ls="--", lw=0.8, label=f"oracle {oracle_loss:.4f}")
     ax1.set_xlabel("step"); ax1.set_ylabel("loss (nats/token)"); ax1.legend()
-    ax2.plot(steps, [h["grad_norm"] for h in history], lw=0.8, color="tab:red")
-    ax2.set_xlabel("step"); ax2.set_ylabel("gradient norm (before clipping)"); ax2.set_yscale("log")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    if oracle_loss is not None:
+        ax2.semilogy(steps, np.maximum(loss - oracle_loss, 1e-4), lw=0.8, label="train")
+        if val:
+            vs, vl = zip(*val)
+            ax2.semilogy(vs, np.maximum(np.array(vl) - oracle_loss, 1e-4), "o-", ms=3, label="validation")
+        ax2.set_ylabel("loss - oracle (nats/token, log)")
+        _plain_log_ticks(ax2)
+        ax2.grid(True, which="both", lw=0.3)
+        ax2.legend()
+    else:
+        late = steps >= steps[len(steps) // 2]
+        ax2.plot(steps[late], loss[late], lw=0.8, label="train")
+        if val:
+            late_val = [(s, v) for s, v in val if s >= steps[len(steps) // 2]]
+            if late_val:
+                ax2.plot(*zip(*late_val), "o-", ms=3, label="validation")
+        ax2.set_ylabel("loss, second half (zoomed)")
+        ax2.grid(True, lw=0.3)
+        ax2.legend()
+    ax2.set_xlabel("step")
+    ax3.plot(steps, [h["grad_norm"] for h in history], lw=0.8, color="tab:red")
+    ax3.set_xlabel("step"); ax3.set_ylabel("gradient norm (before clipping)"); ax3.set_yscale("log")
+    _plain_log_ticks(ax3)
+    return fig
+
+
+def _plain_log_ticks(ax) -> None:
+    """Log-axis ticks at 1, 2, 5 x 10^k labelled 0.05, 0.1, 0.2 (mathtext labels are slow)."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(NullFormatter())

@@ -46,7 +46,9 @@ def test_interrupt_then_resume_equals_uninterrupted(tmp_path):
             os.kill(os.getpid(), signal.SIGINT)                    # what Ctrl-C sends
     m = model()
     part = train(m, stream().get_batch, cfg(tmp_path / "b"), callback=ctrl_c)
-    assert part.interrupted and part.step == 5
+    assert part.interrupted and part.step == 5 and part.val_step == 5     # evaluated once, at the step it stopped
+    last = json.loads((tmp_path / "b" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["step"] == 5 and last["val_loss"] == part.val_loss
     assert load_checkpoint(tmp_path / "b" / "checkpoint.npz").extra["step"] == 5
     rest = train(model(), stream().get_batch, cfg(tmp_path / "b"), resume=True)
     assert [h["loss"] for h in rest.history] == [h["loss"] for h in full.history]
@@ -74,3 +76,53 @@ def test_bad_config_and_data():
         TrainConfig(steps=10, warmup=11)
     with pytest.raises(ValueError, match="block_size \\+ 1 = 9"):
         TokenStream(np.arange(5), np.arange(20), block_size=8, batch_size=2)
+
+
+def test_a_folder_holding_a_run_is_not_trained_into_again(tmp_path):
+    train(model(), stream().get_batch, cfg(tmp_path, steps=3))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(FileExistsError, match="already holds a run.*resume=True"):
+        train(model(), stream().get_batch, cfg(tmp_path, steps=3))
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.parametrize("spoil", ["metrics", "model", "finished"])
+def test_a_resume_that_fails_its_checks_writes_nothing(tmp_path, spoil):
+    def ctrl_c(step, record):
+        if step == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+    train(model(), stream().get_batch, cfg(tmp_path), callback=ctrl_c)
+    if spoil == "metrics":
+        lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+        (tmp_path / "metrics.jsonl").write_text("\n".join(lines[:2] + ['{"step": 3, "loss": 1.'] + lines[3:]) + "\n")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    other = GPT(GPTConfig.gpt2(**{**CFG, "d_model": 8}), rng=np.random.default_rng(0)) if spoil == "model" else model()
+    match = {"metrics": "metrics.jsonl is damaged: line 3", "model": "checkpoint.npz does not fit this model",
+             "finished": "at step 5 of 5: the run is finished"}[spoil]
+    with pytest.raises(ValueError, match=match):
+        train(other, stream().get_batch, cfg(tmp_path, steps=5 if spoil == "finished" else 12), resume=True)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_tokens_per_second_leaves_evaluation_out(tmp_path, monkeypatch):
+    import sys
+    import time
+    import types
+
+    import minipt.train as loop
+    shown = []
+
+    class Bar:
+        def __init__(self, *a, **kw):
+            pass
+
+        def set_postfix(self, **kw):
+            shown.append(kw)
+
+        update = close = lambda self, *a: None
+    monkeypatch.setitem(sys.modules, "tqdm.auto", types.SimpleNamespace(tqdm=Bar))
+    monkeypatch.setattr(loop, "evaluate", lambda *a, **kw: time.sleep(0.5) or 1.0)
+    train(model(), stream().get_batch, cfg(tmp_path, steps=8, eval_every=4, progress=True))
+    rate = [float(p["train_tok_s"].replace(",", "")) for p in shown]
+    per_step = 4 * 8                                               # batch 4 x block 8 tokens
+    assert min(rate[3], rate[7]) > 10 * per_step / 0.5, rate      # counting the 0.5 s evaluation gives < 64

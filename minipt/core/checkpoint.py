@@ -127,7 +127,7 @@ def _refuse_foreign(path: Path) -> None:
     try:
         with zipfile.ZipFile(path) as z:
             names = z.namelist()
-    except zipfile.BadZipFile as e:
+    except Exception as e:                         # BadZipFile, and struct/seek errors of a mangled directory
         raise ValueError(f"{path} is a damaged or incomplete zip archive ({e}); {_NOT_OURS}") from None
     if any(n.endswith(".pkl") for n in names):     # torch.save since 1.6: a zip around data.pkl
         raise ValueError(f"{path} is a PyTorch (torch.save) archive holding a pickle; minipt never "
@@ -135,7 +135,11 @@ def _refuse_foreign(path: Path) -> None:
 
 
 def load_checkpoint(path) -> Checkpoint:
-    """Read a checkpoint written by ``save_checkpoint`` (never unpickling anything)."""
+    """Read a checkpoint written by ``save_checkpoint`` (never unpickling anything).
+
+    A damaged, truncated or foreign file is a ValueError naming it: every member's CRC-32
+    is checked first, so one flipped byte anywhere in the stored data is found here, not
+    later as a wrong number or an exception from deep inside zipfile or NumPy."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; pass the checkpoint file inside it "
@@ -143,20 +147,43 @@ def load_checkpoint(path) -> Checkpoint:
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
     _refuse_foreign(path)
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()                      # reads every member, checks its CRC-32
+        if bad is not None:
+            raise ValueError(f"member {bad} fails its CRC-32 check")
+        meta, params, optim_arrays = _read_members(path)
+    except _NotMinipt as e:
+        raise ValueError(f"{path} {e}; {_NOT_OURS}") from None
+    except Exception as e:                         # zipfile, zlib, NumPy's header parser, ...
+        raise ValueError(f"{path} is damaged or incomplete ({type(e).__name__}: {e}); "
+                         "it cannot be read as a minipt checkpoint") from None
+    optimizer = None if meta["optimizer"] is None else {"scalars": meta["optimizer"], "arrays": optim_arrays}
+    return Checkpoint(params, meta["config"], optimizer, meta["extra"])
+
+
+class _NotMinipt(Exception):
+    """A readable archive that is not a minipt checkpoint (message completes "PATH ...")."""
+
+
+def _read_members(path: Path) -> tuple[dict, dict, dict]:
+    """(meta, params, optimiser arrays) of a checkpoint whose zip structure is sound."""
     with np.load(path, allow_pickle=False) as z:
         if META not in z.files:
-            raise ValueError(f"{path} is an .npz file but not a minipt checkpoint (no {META} entry); {_NOT_OURS}")
+            raise _NotMinipt(f"is an .npz file but not a minipt checkpoint (no {META} entry)")
         try:
             meta = json.loads(z[META].tobytes().decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"{path}: the {META} JSON document is damaged ({e})") from None
+            raise _NotMinipt(f"has a damaged {META} JSON document ({e})") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-            raise ValueError(f"{path}: unknown checkpoint format {got!r}, expected {FORMAT!r}")
+            raise _NotMinipt(f"has the unknown checkpoint format {got!r}, expected {FORMAT!r}")
+        for key, kinds in (("config", dict), ("extra", dict), ("optimizer", (dict, type(None)))):
+            if not isinstance(meta.get(key), kinds):
+                raise _NotMinipt(f"has no valid {key!r} in its {META} document")
         try:
             params = {k[len("param/"):]: z[k] for k in z.files if k.startswith("param/")}
             optim_arrays = {k[len("optim/"):]: z[k] for k in z.files if k.startswith("optim/")}
         except ValueError as e:                    # an object array needs pickle: refused
-            raise ValueError(f"{path}: cannot read an array without pickle ({e}); {_NOT_OURS}") from None
-    optimizer = None if meta["optimizer"] is None else {"scalars": meta["optimizer"], "arrays": optim_arrays}
-    return Checkpoint(params, meta["config"], optimizer, meta["extra"])
+            raise _NotMinipt(f"holds an array that cannot be read without pickle ({e})") from None
+    return meta, params, optim_arrays

@@ -15,18 +15,23 @@ import json
 from pathlib import Path
 
 from ..tokenizers.byte_bpe import ByteBPETokenizer
-from .pretrained import MINIPT_TOKENIZER, from_pretrained, layout_for, save_pretrained
+from .pretrained import MINIPT_TOKENIZER, export_files, from_pretrained, layout_for, save_pretrained
 
 
 def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tuple[Path, str]:
     """Export a training run (its ``--out`` folder, or the ``checkpoint.npz`` inside it) to
-    ``folder``; returns the folder and a one-line note on the tokenizer files."""
+    ``folder``; returns the folder and a one-line note on the tokenizer files. An existing,
+    non-empty ``folder`` needs ``overwrite`` (``--overwrite``), which replaces only the
+    files an export writes."""
     from ..recipes.char_lm import load_trained
 
-    run = Path(checkpoint_path)
-    if run.suffix == ".npz":                      # the checkpoint file itself: its run folder
-        run = run.parent
-    model, tokenizer = load_trained(str(run))
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"--to {folder} is a file; --to names the folder to write")
+    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+        raise FileExistsError(f"--to {folder} exists and is not empty; pass --overwrite to replace the files an "
+                              f"export writes there ({', '.join(sorted(export_files()))}); other files are kept")
+    model, tokenizer = load_trained(checkpoint_path)
     out = save_pretrained(model, folder, tokenizer=tokenizer, overwrite=overwrite)
     arch = layout_for(model.config).ARCHITECTURE     # the config (gpt1 / gpt2 / llama run) picks it
     if isinstance(tokenizer, ByteBPETokenizer):

@@ -17,9 +17,11 @@ implement is a ValueError naming it), then every tensor name and shape against t
 that config describes (a missing, extra or mis-shaped tensor is a ValueError naming it).
 Nothing is unpickled and no code from the folder runs; a ``pytorch_model.bin`` is refused.
 
-Saving is atomic: everything is written into a temporary folder beside the target, which
-is renamed into place only when complete, so a failed export leaves nothing behind (and
-an existing folder untouched unless ``overwrite=True``).
+Saving writes everything into a temporary folder beside the target first, so a failed
+export leaves nothing behind. A new folder is then renamed into place at once; with
+``overwrite=True`` an existing folder gets the new files one by one and loses only the
+files an export writes (``export_files()``): anything else in it, subfolders included, is
+kept, and no folder is ever deleted.
 
 ``their_named(model, ...)`` gives the model's parameters or gradients under the
 transformers names, through the same tables, e.g. to compare gradients with PyTorch's.
@@ -42,6 +44,13 @@ from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
 LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
+
+
+def export_files() -> frozenset[str]:
+    """The names an export may write: what ``overwrite=True`` replaces, and nothing else."""
+    from ..tokenizers.gpt2_files import MERGES, TOKENIZER_CONFIG, VOCAB
+    from .hf_config import CONFIG
+    return frozenset({CONFIG, WEIGHTS, MINIPT_TOKENIZER, VOCAB, MERGES, TOKENIZER_CONFIG})
 
 
 def layout_for(config: GPTConfig):
@@ -75,7 +84,8 @@ def save_pretrained(model: GPT, folder, *, tokenizer=None, overwrite: bool = Fal
 
     Raises ValueError for a model no transformers class can hold (GPT-3's sparse layers,
     GPT-1 with exact GELU, mixed styles) before anything is written, and FileExistsError when
-    ``folder`` exists and is not empty (pass ``overwrite=True`` to replace it)."""
+    ``folder`` exists and is not empty (pass ``overwrite=True`` to replace the export files
+    in it, leaving every other file and subfolder as it is)."""
     folder = Path(folder)
     layout = layout_for(model.config)
     dtype = np.dtype(model.dtype).name
@@ -84,7 +94,8 @@ def save_pretrained(model: GPT, folder, *, tokenizer=None, overwrite: bool = Fal
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"{folder} is a file; export needs a folder path")
     if folder.exists() and any(folder.iterdir()) and not overwrite:
-        raise FileExistsError(f"{folder} exists and is not empty; pass overwrite=True to replace it")
+        raise FileExistsError(f"{folder} exists and is not empty; pass overwrite=True to replace the export "
+                              "files in it")
     bos = eos = None
     if tokenizer is not None:
         if tokenizer.vocab_size > model.config.vocab_size:
@@ -124,20 +135,20 @@ def _write_tokenizer(tokenizer, folder: Path, block_size: int) -> None:
 
 
 def _move_into_place(tmp: Path, folder: Path) -> None:
-    """Rename the finished ``tmp`` to ``folder``; an existing folder is swapped out first
-    and deleted only once the new one is in place."""
+    """Rename the finished ``tmp`` to ``folder``. Into an existing folder, each new file
+    replaces its namesake (``os.replace``), stale export files of an earlier export are
+    removed (a vocab.json beside a model that no longer uses it), and nothing else is
+    touched; ``tmp`` is then removed."""
     if not folder.exists():
         os.rename(tmp, folder)
         return
-    old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent))
-    os.rmdir(old)
-    os.rename(folder, old)
-    try:
-        os.rename(tmp, folder)
-    except BaseException:
-        os.rename(old, folder)                        # put the previous export back
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+    new = {p.name for p in tmp.iterdir()}
+    for name in sorted(new, key=lambda n: n == WEIGHTS):    # the weights last
+        os.replace(tmp / name, folder / name)
+    for name in export_files() - new:
+        if (folder / name).is_file():
+            (folder / name).unlink()
+    os.rmdir(tmp)
 
 
 # -- loading ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy as np
 from ..data.hmm_language import HMMLanguage
 from ..data.toy_grammar import END_WORD
 from ..models.classic.ngram import NGramVocab
+from .run_folder import check_out, clear_run_files
 
 NL = "<nl>"          # the document end as a word (the toy language writes it as a newline)
 
@@ -79,10 +80,19 @@ def _write(out_dir: str, report: dict) -> tuple[Path, Path]:
     return out, path
 
 
-def lm_recipe(entry, preset: str = "toy", *, corpus: str | None = None, steps: int | None = None,
-              out_dir: str = "runs/lm", seed: int = 0, resume: bool = False, progress: bool = True) -> dict:
+LM_FILES = ("checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
+VECTOR_FILES = ("vectors.npz", "report.json")
+
+
+def lm_recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,
+              out_dir: str = "runs/lm", seed: int | None = None, resume: bool = False, overwrite: bool = False,
+              progress: bool = True) -> dict:
     """The n-gram (counted) or the NNLM (trained by ``minipt.train``), scored against the oracle."""
+    preset, seed = preset or "toy", 0 if seed is None else seed
+    check_out(Path(out_dir), LM_FILES, resume=resume, overwrite=overwrite, can_resume=entry.has_backward)
     p, model_kw, train_kw, data = _settings(entry, preset)
+    if overwrite:
+        clear_run_files(Path(out_dir), LM_FILES)
     train_w, val_w, oracle, source = word_splits(data.get("n_words", 200_000), corpus, seed)
     vocab = NGramVocab([train_w], min_count=data.get("min_count", 1))
     train_ids, val_ids = vocab.encode(train_w), vocab.encode(val_w)
@@ -90,8 +100,6 @@ def lm_recipe(entry, preset: str = "toy", *, corpus: str | None = None, steps: i
     out = Path(out_dir)
     files, t0 = [], time.perf_counter()
     if entry.name == "ngram":
-        if resume:
-            raise ValueError("the n-gram model is counted in one pass: there is nothing to resume")
         model = entry.build(vocab_size=len(vocab), **model_kw).fit(train_ids)
     else:
         from ..data.batching import TokenStream
@@ -117,14 +125,16 @@ def lm_recipe(entry, preset: str = "toy", *, corpus: str | None = None, steps: i
     return {**report, "files": files + [str(path)]}
 
 
-def vectors_recipe(entry, preset: str = "toy", *, corpus: str | None = None, steps: int | None = None,
-                   out_dir: str = "runs/vectors", seed: int = 0, resume: bool = False,
-                   progress: bool = True) -> dict:
+def vectors_recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,
+                   out_dir: str = "runs/vectors", seed: int | None = None, resume: bool = False,
+                   overwrite: bool = False, progress: bool = True) -> dict:
     """word2vec or GloVe on the training words, scored on analogies and categories."""
     from ..tasks.word_vectors import StaticVectors, evaluate, ppmi_svd
-    if resume:
-        raise ValueError(f"{entry.name} trains in one call: there is nothing to resume")
+    preset, seed = preset or "toy", 0 if seed is None else seed
+    check_out(Path(out_dir), VECTOR_FILES, resume=resume, overwrite=overwrite, can_resume=False)
     p, model_kw, train_kw, data = _settings(entry, preset)
+    if overwrite:
+        clear_run_files(Path(out_dir), VECTOR_FILES)
     train_w, _, _, source = word_splits(data.get("n_words", 300_000), corpus, seed)
     vocab = sorted(set(train_w))
     index = {w: i for i, w in enumerate(vocab)}

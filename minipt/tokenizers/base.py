@@ -220,21 +220,37 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path) -> "Tokenizer":
-        """Read a file written by ``save``; ``Tokenizer.load`` returns the saved class."""
-        state = json.loads(Path(path).read_text(encoding="utf-8"))
+        """Read a file written by ``save``; ``Tokenizer.load`` returns the saved class.
+        A damaged, truncated or foreign file is a ValueError naming it."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no tokenizer file at {path}")
+        try:
+            state = json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{path} is damaged or not a minipt tokenizer file: not valid UTF-8 JSON ({e})") from None
         if not isinstance(state, dict) or "class" not in state:
             raise ValueError(f"{path}: not a minipt tokenizer file (no 'class' field)")
         if state.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{path}: expected tokenizer format {FORMAT_VERSION}, got {state.get('format')}")
-        klass = _REGISTRY.get(state["class"])
+            raise ValueError(f"{path}: expected tokenizer format {FORMAT_VERSION}, got {state.get('format')!r}")
+        klass = _REGISTRY.get(state["class"]) if isinstance(state["class"], str) else None
         if klass is None:
             raise ValueError(f"{path}: unknown tokenizer class {state['class']!r}")
         if not issubclass(klass, cls):
             raise ValueError(f"{path}: holds a {klass.__name__}, not a {cls.__name__}")
+        tokens, specials = state.get("tokens"), state.get("specials")
+        for key, value in (("tokens", tokens), ("specials", specials)):
+            if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+                raise ValueError(f"{path} is damaged: {key!r} must be a list of strings")
+        if len(set(tokens)) != len(tokens) or not set(specials) <= set(tokens):
+            raise ValueError(f"{path} is damaged: its vocabulary repeats a token or lacks a special token")
         tok = klass.__new__(klass)
-        Tokenizer.__init__(tok, state["specials"])
-        tok._load_config(state["config"])
-        tok._set_itos(state["tokens"])
+        try:
+            Tokenizer.__init__(tok, specials)
+            tok._load_config(state.get("config"))
+            tok._set_itos(tokens)
+        except Exception as e:                     # a subclass's rules that do not parse
+            raise ValueError(f"{path} is damaged: {type(e).__name__}: {e}") from None
         return tok
 
 
