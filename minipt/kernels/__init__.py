@@ -33,6 +33,8 @@ KERNELS: dict[str, str] = {
     "softmax_backward": "softmax:softmax_backward",
     "attention_softmax": "attention:attention_softmax",
     "attention_softmax_backward": "attention:attention_softmax_backward",
+    "fused_attention_forward": "fused_attention:fused_attention_forward",
+    "fused_attention_backward": "fused_attention:fused_attention_backward",
 }
 
 
