@@ -35,6 +35,7 @@ KERNELS: dict[str, str] = {
     "attention_softmax_backward": "attention:attention_softmax_backward",
     "fused_attention_forward": "fused_attention:fused_attention_forward",
     "fused_attention_backward": "fused_attention:fused_attention_backward",
+    "adam_update": "adam:adam_update",
 }
 
 
