@@ -34,6 +34,9 @@ KERNELS: dict[str, str] = {
     "attention_softmax": "attention:attention_softmax",
     "attention_softmax_backward": "attention:attention_softmax_backward",
     "word2vec_sgd": "word2vec:word2vec_sgd",
+    "fused_attention_forward": "fused_attention:fused_attention_forward",
+    "fused_attention_backward": "fused_attention:fused_attention_backward",
+    "adam_update": "adam:adam_update",
 }
 
 

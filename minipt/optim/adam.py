@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import kernels
 from ..core.module import Module
 from .base import Optimizer
 
@@ -77,23 +78,35 @@ class Adam(Optimizer):
         lr, b1, b2, eps, t = float(self.lr), self.b1, self.b2, self.eps, self.t
         step = lr / (1.0 - b1 ** t)                # lr / (1 - b1^t): mhat's correction
         root_c2 = math.sqrt(1.0 - b2 ** t)         # sqrt(vhat) = sqrt(v) / root_c2
+        fused = kernels.get("adam_update")         # one Numba pass per parameter
         for name, p, g in self.entries:
             m, v = m_all[name], v_all[name]
             wd = self.weight_decay if self._decays[name] else 0.0
-            if wd and not self.decoupled:
-                g = g + wd * p                     # L2: the penalty's gradient
-            m *= b1
-            m += (1.0 - b1) * g
-            v *= b2
-            v += (1.0 - b2) * (g * g)
-            if wd and self.decoupled:
-                p -= (lr * wd) * p                 # decoupled decay uses the old p
-            denom = np.sqrt(v)
-            denom /= root_c2
-            denom += eps                           # sqrt(vhat) + eps
-            update = step * m
-            update /= denom                        # lr mhat / (sqrt(vhat) + eps)
-            p -= update                            # in place: others hold p
+            decay, l2 = (lr * wd, 0.0) if self.decoupled else (0.0, wd)
+            arrays = (p, g, m, v)
+            if fused and all(a.flags.c_contiguous and a.dtype == p.dtype for a in arrays):
+                fused(*(a.reshape(-1) for a in arrays), step, b1, b2, root_c2, eps, decay, l2)
+            else:
+                adam_update_numpy(*arrays, step, b1, b2, root_c2, eps, decay, l2)
+
+
+def adam_update_numpy(p, g, m, v, step, b1, b2, root_c2, eps, decay, l2):
+    """One Adam(W) update of p, m, v in place (the twin of ``minipt.kernels.adam``).
+    decay: lr * wd for AdamW's decoupled decay (else 0); l2: wd for Adam's L2 (else 0)."""
+    if l2:
+        g = g + l2 * p                         # L2: the penalty's gradient
+    m *= b1
+    m += (1.0 - b1) * g
+    v *= b2
+    v += (1.0 - b2) * (g * g)
+    if decay:
+        p -= decay * p                         # decoupled decay uses the old p
+    denom = np.sqrt(v)
+    denom /= root_c2
+    denom += eps                               # sqrt(vhat) + eps
+    update = step * m
+    update /= denom                            # lr mhat / (sqrt(vhat) + eps)
+    p -= update                                # in place: others hold p
 
 
 class AdamW(Adam):

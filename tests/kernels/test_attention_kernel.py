@@ -1,11 +1,13 @@
-"""The fused attention softmax kernels (through the op's fused path) against the NumPy
-twin, forward and backward, causal and not, float32 and float64."""
+"""Both fast paths of the attention op (the softmax kernels between BLAS matmuls, and the
+whole-attention kernel) against the NumPy twin, forward and backward, causal and not,
+float32 and float64."""
 import math
 
 import numpy as np
 import pytest
 
 from minipt import kernels
+from minipt.ops import attention as A
 from minipt.ops.attention import (attention_backward, attention_backward_numpy, attention_forward,
                                   attention_forward_numpy)
 
@@ -17,10 +19,12 @@ def rel(a, b):
     return np.abs(a.astype(np.float64) - b.astype(np.float64)).max() / max(np.abs(b).max(), 1e-30)
 
 
+@pytest.mark.parametrize("path", ["kernel", "blas"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("T,S", [(5, 5), (2, 6), (1, 1), (17, 17)])
-def test_fused_path_matches_twin(T, S, causal, dtype):
+def test_fused_path_matches_twin(T, S, causal, dtype, path, monkeypatch):
+    monkeypatch.setattr(A, "FAST_PATH", path)
     r = np.random.default_rng(0)
     q = r.standard_normal((2, 3, T, 8)).astype(dtype)
     k, v = (r.standard_normal((2, 3, S, 8)).astype(dtype) for _ in range(2))

@@ -1,0 +1,29 @@
+"""Adam / AdamW update (Kingma & Ba 2015; Loshchilov & Hutter 2019) of one parameter in
+one pass over its elements; twin: ``adam_update_numpy`` in ``minipt.optim.adam``.
+
+The NumPy twin makes about ten passes over the arrays (and two temporaries); here each
+element of p, g, m, v is read once and p, m, v written once, in the twin's order of
+operations:
+    g' = g + l2 p;  m = b1 m + (1 - b1) g';  v = b2 v + (1 - b2) g'^2
+    p -= decay p;   p -= step m / (sqrt(v) / root_c2 + eps)
+All scalars are cast to the arrays' dtype first, so float32 stays float32. Serial: one
+parameter is at most a few hundred thousand elements in the models here.
+"""
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, error_model="numpy")
+def adam_update(p, g, m, v, step, b1, b2, root_c2, eps, decay, l2):
+    """p, g, m, v (N,) C-contiguous, one dtype; p, m, v updated in place."""
+    t = p.dtype.type
+    c1, c2 = t(1.0 - b1), t(1.0 - b2)                    # as the twin: float64, then cast
+    step, b1, b2, root_c2, eps, decay, l2 = t(step), t(b1), t(b2), t(root_c2), t(eps), t(decay), t(l2)
+    for i in range(p.shape[0]):
+        gi = g[i] + l2 * p[i]
+        mi = b1 * m[i] + c1 * gi
+        vi = b2 * v[i] + c2 * (gi * gi)
+        m[i] = mi
+        v[i] = vi
+        pi = p[i] - decay * p[i]
+        p[i] = pi - step * mi / (np.sqrt(vi) / root_c2 + eps)

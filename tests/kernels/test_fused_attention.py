@@ -1,0 +1,64 @@
+"""The whole-attention Numba kernel (minipt.kernels.fused_attention) against its twins:
+the BLAS-around-softmax path and the NumPy op, forward and backward, causal and not,
+float32 and float64, on strided views laid out as the GPT block hands them over."""
+import math
+
+import numpy as np
+import pytest
+
+from minipt import kernels
+from minipt.ops import attention as A
+
+pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
+TOL = {np.float32: 2e-6, np.float64: 1e-12}
+
+
+def rel(a, b):
+    return np.abs(a.astype(np.float64) - b.astype(np.float64)).max() / max(np.abs(b).max(), 1e-30)
+
+
+def qkv_views(B, H, T, S, D, dtype, seed=0):
+    """q (B,H,T,D) a strided view of a (B, T, 3, H, D) block as MultiHeadAttention makes it;
+    k, v (B,H,S,D) views of another; dout a transposed (B, T, H, D) array."""
+    r = np.random.default_rng(seed)
+    qkv = r.standard_normal((B, T, 3, H, D)).astype(dtype)
+    kv = r.standard_normal((B, S, 2, H, D)).astype(dtype)
+    dout = r.standard_normal((B, T, H, D)).astype(dtype).transpose(0, 2, 1, 3)
+    return qkv[:, :, 0].transpose(0, 2, 1, 3), kv[:, :, 0].transpose(0, 2, 1, 3), \
+        kv[:, :, 1].transpose(0, 2, 1, 3), dout
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("T,S,D", [(1, 1, 8), (5, 5, 8), (2, 6, 4), (17, 17, 19), (9, 20, 16), (24, 24, 32)])
+def test_kernel_matches_numpy_twin(T, S, D, causal, dtype):
+    q, k, v, dout = qkv_views(2, 3, T, S, D, dtype)
+    scale = 1 / math.sqrt(D)
+    out, p = kernels.get("fused_attention_forward")(q, k, v, scale, causal)
+    want, twin = A.attention_forward_numpy(q, k, v, None, causal, None, 0.0, None, True, scale)
+    assert out.dtype == dtype and p.dtype == dtype
+    assert rel(out, want) <= TOL[dtype] and rel(p, twin["p"]) <= TOL[dtype]
+    if causal:   # the masked half is exactly zero, never computed
+        assert not np.triu(p, 1 + S - T).any()
+    grads = kernels.get("fused_attention_backward")(dout, q, k, v, p, scale, causal)
+    for name, g, w in zip("q k v".split(), grads, A.attention_backward_numpy(dout, twin)[:3]):
+        assert g.dtype == dtype and rel(g, w) <= TOL[dtype], name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_and_blas_paths_agree(dtype, monkeypatch):
+    """The two fast paths of the op, each the twin of the other, at a GPT-like size."""
+    q, k, v, dout = qkv_views(2, 2, 40, 40, 16, dtype, seed=1)
+    res = {}
+    for path in ("kernel", "blas"):
+        monkeypatch.setattr(A, "FAST_PATH", path)
+        out, cache = A.attention_forward(q, k, v, causal=True)
+        assert cache["fused"] == ("kernel" if path == "kernel" else True)
+        res[path] = (out, *A.attention_backward(dout, cache)[:3])
+    for a, b in zip(res["kernel"], res["blas"]):
+        assert a.dtype == dtype and rel(a, b) <= TOL[dtype]
+
+
+def test_default_fast_path_is_the_kernel():
+    q, k, v, _ = qkv_views(1, 2, 8, 8, 8, np.float32)
+    assert A.attention_forward(q, k, v, causal=True)[1]["fused"] == "kernel"
