@@ -91,13 +91,16 @@ def test_refresh_follows_the_load_it_reads(policy_state, monkeypatch):
 
 @pytest.mark.skipif(CPUS < 2, reason="needs 2 CPUs to tell one thread from two")
 def test_a_count_set_by_hand_stands(policy_state, monkeypatch):
-    monkeypatch.setattr(threads, "_read_busy", lambda: 100.0)    # a quiet machine
-    monkeypatch.setattr(threads, "_own_cpu", lambda: 10.0)
+    readings = iter([100.0, 101.5, 101.6])                 # quiet, busy (1 core), quiet
+    own = iter([10.0, 10.5, 10.6])
+    monkeypatch.setattr(threads, "_read_busy", lambda: next(readings))
+    monkeypatch.setattr(threads, "_own_cpu", lambda: next(own))
     assert threads.refresh(now=1000.0) == CPUS
     with threadpool_limits(limits=1, user_api="blas"):
-        threads.refresh(now=1001.0)
+        threads.refresh(now=1001.0)                         # busy: the policy would pick CPUS - 1
+        threads.refresh(now=1002.0)                         # quiet: it would pick CPUS again
         assert threads.blas_threads() == 1
-
+    assert numba.get_num_threads() == CPUS
 
 def test_minipt_threads_fixes_the_count(policy_state, monkeypatch):
     monkeypatch.setenv("MINIPT_THREADS", "1")
