@@ -102,6 +102,7 @@ def test_a_count_set_by_hand_stands(policy_state, monkeypatch):
         assert threads.blas_threads() == 1
     assert numba.get_num_threads() == CPUS
 
+
 def test_minipt_threads_fixes_the_count(policy_state, monkeypatch):
     monkeypatch.setenv("MINIPT_THREADS", "1")
     assert threads.refresh(now=1000.0) == 1
