@@ -29,7 +29,7 @@ from contextlib import contextmanager
 
 INTERVAL = 0.5          # seconds between two readings of the machine's load
 
-_state = {"next": 0.0, "stat": None, "cpu": None, "wall": None, "threads": None, "blas": None}
+_state = {"next": 0.0, "stat": None, "cpu": None, "wall": None, "threads": None, "blas": None, "held": 0}
 
 
 def available_cpus() -> int:
@@ -146,7 +146,7 @@ def refresh(now: float | None = None) -> int:
     """Apply the policy if ``INTERVAL`` has passed since the last reading; returns the
     thread count in force."""
     now = time.monotonic() if now is None else now
-    if now < _state["next"] and _state["threads"] is not None:
+    if _state["held"] or (now < _state["next"] and _state["threads"] is not None):
         return _state["threads"]
     _state["next"] = now + INTERVAL
     if _overridden():
@@ -171,8 +171,8 @@ def limit(blas: int | None = None, numba: int | None = None):
     """Fix the pools' thread counts inside the block (benchmarks, experiments); the policy
     resumes after it."""
     import numba as nb
-    saved_blas, saved_nb, saved_next = blas_threads(), nb.get_num_threads(), _state["next"]
-    _state["next"] = float("inf")                                 # refresh() leaves them alone
+    saved_blas, saved_nb = blas_threads(), nb.get_num_threads()
+    _state["held"] += 1                                           # refresh() leaves them alone
     try:
         if blas is not None:
             for lib in _blas():
@@ -184,7 +184,7 @@ def limit(blas: int | None = None, numba: int | None = None):
         for lib in _blas():
             lib.set_num_threads(saved_blas)
         nb.set_num_threads(saved_nb)
-        _state["next"] = saved_next
+        _state["held"] -= 1
 
 
 @contextmanager

@@ -22,7 +22,7 @@ def policy_state(monkeypatch):
     saved = dict(threads._state)
     blas, nb = threads.blas_threads(), numba.get_num_threads()
     monkeypatch.delenv("MINIPT_THREADS", raising=False)
-    threads._state.update(next=0.0, stat=None, cpu=None, wall=None, threads=None)
+    threads._state.update(next=0.0, stat=None, cpu=None, wall=None, threads=None, held=0)
     yield threads._state
     threads._state.clear()
     threads._state.update(saved)
@@ -101,6 +101,19 @@ def test_a_count_set_by_hand_stands(policy_state, monkeypatch):
         threads.refresh(now=1002.0)                         # quiet: it would pick CPUS again
         assert threads.blas_threads() == 1
     assert numba.get_num_threads() == CPUS
+
+
+def test_a_limit_block_holds_even_before_the_first_reading(policy_state, monkeypatch):
+    readings = iter([100.0, 101.5])                         # quiet, then busy (1 core)
+    own = iter([10.0, 10.5])
+    monkeypatch.setattr(threads, "_read_busy", lambda: next(readings))
+    monkeypatch.setattr(threads, "_own_cpu", lambda: next(own))
+    with threads.limit(blas=CPUS, numba=CPUS):
+        assert threads.refresh(now=1000.0) is None          # no reading inside the block
+        assert threads.blas_threads() == CPUS
+    assert threads.refresh(now=1001.0) == CPUS              # first reading after it
+    assert threads.refresh(now=1002.0) == max(1, CPUS - 1)
+    assert threads.blas_threads() == max(1, CPUS - 1) and not threads._overridden()
 
 
 def test_minipt_threads_fixes_the_count(policy_state, monkeypatch):
