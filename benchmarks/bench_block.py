@@ -2,11 +2,13 @@
 its Numba kernels vs the same block on the NumPy twins only (kernels switched off in
 process, as MINIPT_NUMBA=0 would) vs an equivalent torch block (eager, 2 threads).
 
-    python benchmarks/bench_block.py [--repeat 5] [--sizes S,M,L] [--no-tune] [--no-profile]
+    python benchmarks/bench_block.py [--rounds 5] [--sizes S,M,L] [--tune] [--no-profile]
 
 Sizes (B, T, C, H): S (16, 64, 64, 4), M (16, 128, 128, 4), L (8, 256, 192, 6), d_ff 4C.
-Ratios > 1 mean minipt is faster. BLAS threads (threadpoolctl) and Numba threads are
-tuned per size unless --no-tune; the per-op table splits one minipt step into BLAS
+minipt, the twins and torch run in alternating rounds (benchmarks/harness.py); ratios are
+medians of per-round ratios with min..max, > 1 meaning minipt is faster. BLAS threads
+(threadpoolctl) and Numba threads are tuned per size with --tune (default: minipt's
+thread policy, minipt.kernels.threads); the per-op table splits one minipt step into BLAS
 (the Linear layers), attention (the op, and the head split/merge around it) and
 elementwise work (LayerNorm, GELU, residual adds), so the next speed-up is visible.
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median_ms, try_torch  # noqa: E402
+import harness  # noqa: E402
 
 from minipt import kernels  # noqa: E402
 from minipt.nn import attention as mha_module  # noqa: E402
@@ -111,7 +112,7 @@ def tune(fn, repeat: int, numba_too: bool = True):
     grid = {}
     for blas, nb in itertools.product((1, most), (1, most) if numba_too else (most,)):
         with set_threads(blas, nb):
-            grid[(blas, nb)] = median_ms(fn, repeat)
+            grid[(blas, nb)] = 1e3 * harness.median_seconds(fn, rounds=repeat)
     numba.set_num_threads(most)
     return min(grid, key=grid.get), grid
 
@@ -192,24 +193,15 @@ def print_profile(name, times, flops_linear):
     print(f"  BLAS rate: {flops_linear / by_kind['BLAS'] / 1e6:.0f} GFLOP/s on the Linear layers")
 
 
-def interleaved(contenders: dict, repeat: int, burst: int = 3) -> dict:
-    """Median ms of each contender, timed in alternating rounds so a burst of load from
-    elsewhere on a shared machine hits all of them alike. A contender is (threads, fn)
-    with threads (BLAS, Numba) or None. In each round a contender runs one untimed call
-    (its thread pools wake up; the previous contender's spin down) and ``burst`` timed
-    calls back to back, as in a training loop."""
-    times = {name: [] for name in contenders}
-    for _ in range(repeat):
-        for name, (threads, fn) in contenders.items():
-            limiter = set_threads(*threads) if threads else None
+def with_threads(threads, fn):
+    """``fn`` run under (BLAS, Numba) thread counts, or as is when ``threads`` is None."""
+    if threads is None:
+        return fn
+
+    def run():
+        with set_threads(*threads):
             fn()
-            for _ in range(burst):
-                t0 = time.perf_counter()
-                fn()
-                times[name].append((time.perf_counter() - t0) * 1e3)
-            if limiter:
-                limiter.restore_original_limits()
-    return {name: statistics.median(t) for name, t in times.items()}
+    return run
 
 
 class Twin:
@@ -223,57 +215,64 @@ class Twin:
             self.step()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=5, help="rounds of the final comparison (3 timed calls each)")
-    ap.add_argument("--sizes", default="S,M,L")
-    ap.add_argument("--no-tune", action="store_true", help="keep the default thread counts")
-    ap.add_argument("--no-profile", action="store_true")
-    args = ap.parse_args()
-    torch = try_torch(2)
-    print(f"torch {torch.__version__ if torch else 'not installed'}; one pre-LN GPT-2 block, float32, causal, "
-          f"fwd+bwd; median of {3 * args.repeat} calls in {args.repeat} interleaved rounds; ratios > 1: minipt faster")
-    rows, profiles = [], []
-    for name in args.sizes.split(","):
+def run(quick: bool = True, rounds: int = 5, sizes=("S", "M", "L"), tune_threads: bool = False,
+        show_profile: bool = False) -> list[dict]:
+    """One row per (size, reference): minipt against the NumPy twins and against torch."""
+    torch = harness.try_torch(2)
+    rows, profiles, grids = [], [], []
+    for name in sizes:
         B, T, C, H = SIZES[name]
         r = np.random.default_rng(1)
-        x, dy = (r.standard_normal((B, T, C)).astype(np.float32) for _ in range(2))
+        x, dy = (r.standard_normal((B, T, C)).astype(np.float32) for _ in range(2))   # (B, T, C)
         block = make_block(C, H)
         step, twin = minipt_step(block, x, dy), Twin(minipt_step(block, x, dy))
-        best = best_twin = grid = None
-        if not args.no_tune:                      # short grids; the comparison below is interleaved
+        best = best_twin = None
+        if tune_threads:                          # short grids; the comparison below alternates
             best, grid = tune(step, 3)
             best_twin, _ = tune(twin, 3, numba_too=False)
-        contenders = {"minipt": (best, step), "numpy": (best_twin, twin)}
-        check = ""
+            grids.append((name, grid))
+        fns = {"minipt": with_threads(best, step), "numpy": with_threads(best_twin, twin)}
+        extra = {"threads": str(best) if best else "policy"}
         if torch:
             tb = torch_block(torch, block, C, H)
-            contenders["torch"] = (None, torch_step(torch, tb, x, dy)[0])
-            diff = np.abs(tb(torch.from_numpy(x)).detach().numpy() - block(x, causal=True)).max()
-            check = f"max |y_minipt - y_torch| {diff:.1e}"
-        t = interleaved(contenders, args.repeat)
-        rows.append((name, (B, T, C, H), t["numpy"], t["minipt"], t.get("torch"), best, grid, check))
-        if not args.no_profile:
+            fns["torch"] = torch_step(torch, tb, x, dy)[0]
+            extra["max_abs_diff_vs_torch"] = float(
+                np.abs(tb(torch.from_numpy(x)).detach().numpy() - block(x, causal=True)).max())
+        t = harness.rounds_of(fns, rounds=3 if quick else rounds, calls=3)
+        case = f"{name} block fwd+bwd B{B} T{T} C{C} H{H}"
+        extra["minipt_peak_mb"] = harness.peak_memory_mb(step)
+        rows.append(harness.row("block", case, "minipt", "numpy", harness.Comparison(t["minipt"], t["numpy"]),
+                                **extra))
+        if torch:
+            rows.append(harness.row("block", case, "minipt", "torch", harness.Comparison(t["minipt"], t["torch"])))
+        if show_profile:
             limiter = set_threads(*best) if best else None
             times = profile(block, x, dy)
             if limiter:
                 limiter.restore_original_limits()
             flops = 6 * B * T * C * (3 * C + C + 4 * C + 4 * C)          # fwd 2NK, bwd 4NK per Linear
             profiles.append((name, times, flops))
-    print(f"\n{'size':<5} {'B,T,C,H':<17} {'numpy ms':>9} {'minipt ms':>10} {'vs numpy':>9} {'torch ms':>9} "
-          f"{'vs torch':>9}  threads (BLAS, Numba)")
-    for name, shape, t_twin, t_mp, t_torch, best, grid, check in rows:
-        tcols = f"{t_torch:9.2f} {t_torch / t_mp:8.2f}x" if t_torch else f"{'-':>9} {'-':>9}"
-        tuned = "default" if best is None else f"{best}"
-        print(f"{name:<5} {str(shape):<17} {t_twin:9.2f} {t_mp:10.2f} {t_twin / t_mp:8.2f}x {tcols}  {tuned}")
-    if any(grid for *_, grid, _ in rows):
-        print("\nminipt thread grid, (BLAS, Numba): ms, median of 3: " + "; ".join(
-            f"{name} " + ", ".join(f"{k}: {v:.1f}" for k, v in grid.items()) for name, *_, grid, _ in rows if grid))
-    for name, *_, check in rows:
-        if check:
-            print(f"{name}: {check}")
+    for name, grid in grids:
+        print(f"minipt thread grid {name}, (BLAS, Numba): ms, median of 3: "
+              + ", ".join(f"{k}: {v:.1f}" for k, v in grid.items()))
     for p in profiles:
         print_profile(*p)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (3 timed calls per side each)")
+    ap.add_argument("--sizes", default="S,M,L")
+    ap.add_argument("--tune", action="store_true", help="pick the best (BLAS, Numba) threads per size first")
+    ap.add_argument("--no-profile", action="store_true")
+    args = ap.parse_args()
+    torch = harness.try_torch(2)
+    print(f"torch {torch.__version__ if torch else 'not installed'}; one pre-LN GPT-2 block, float32, causal, "
+          f"fwd+bwd; ms per call; B/A: median of {args.rounds} per-round ratios (> 1: minipt faster); "
+          f"peak MB: tracemalloc, minipt only")
+    rows = run(False, args.rounds, args.sizes.split(","), args.tune, not args.no_profile)
+    harness.print_rows(rows)
 
 
 if __name__ == "__main__":

@@ -1,24 +1,27 @@
 """GPT-2-style training throughput: forward, backward and AdamW, float32, minipt against
-the same model in torch eager (if installed), in one run.
+the same model in torch eager (if installed), in alternating rounds (benchmarks/harness.py).
 
-    python benchmarks/bench_gpt.py [--sizes S,M,L] [--steps 10]
+    python benchmarks/bench_gpt.py [--sizes S,M,L] [--rounds 7] [--calls 3]
+                                   [--busy N] [--busy-threads 1|2]
 
-Prints tokens/s (median over steps after 2 warm-up steps), the minipt/torch ratio
-(> 1: minipt is faster) and minipt's peak traced memory.
+Prints tokens/s of each side (median per-step time over the rounds), the median of the
+per-round ratios minipt/torch (> 1: minipt is faster) with its min..max, the MFU of each
+side (6N + 12 L T d FLOPs per token) against the float32 GEMM peak measured in this run on
+the model's projection shapes with 2 threads, and minipt's peak traced memory.
+With ``--busy N`` the same comparison runs again beside N background processes that each
+keep ``--busy-threads`` cores busy with BLAS work, and each side's slowdown is printed.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
+import json
 import sys
-import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import try_torch  # noqa: E402
+import harness  # noqa: E402
 
 from minipt.models.decoder.gpt import GPT, GPTConfig  # noqa: E402
 from minipt.optim import AdamW  # noqa: E402
@@ -30,33 +33,38 @@ SIZES = {  # V, L, H, d, T, B
 }
 
 
-def minipt_step_times(V, L, H, d, T, B, steps):
-    model = GPT(GPTConfig.gpt2(vocab_size=V, block_size=T, n_layer=L, n_head=H, d_model=d),
-                rng=np.random.default_rng(0))
+def batches(V, T, B, n=4, seed=1):
+    rng = np.random.default_rng(seed)
+    return [(rng.integers(0, V, (B, T)), rng.integers(0, V, (B, T))) for _ in range(n)]   # (B, T) each
+
+
+def minipt_model(V, L, H, d, T):
+    return GPT(GPTConfig.gpt2(vocab_size=V, block_size=T, n_layer=L, n_head=H, d_model=d),
+               rng=np.random.default_rng(0))
+
+
+def minipt_step(V, L, H, d, T, B):
+    """A closure running one training step (zero_grad, forward, backward, AdamW)."""
+    model = minipt_model(V, L, H, d, T)
     opt = AdamW(model, lr=1e-4, weight_decay=0.1)
-    rng = np.random.default_rng(1)
-    times = []
-    for _ in range(steps + 2):
-        x = rng.integers(0, V, (B, T))
-        y = rng.integers(0, V, (B, T))
-        t0 = time.perf_counter()
+    data, i = batches(V, T, B), [0]
+
+    def step():
+        x, y = data[i[0] % len(data)]
+        i[0] += 1
         model.zero_grad()
         model(x, y)
         model.backward()
         opt.step()
-        times.append(time.perf_counter() - t0)
-    return times[2:]
+    return step, model
 
 
-def peak_memory_mb(V, L, H, d, T, B):
-    tracemalloc.start()
-    minipt_step_times(V, L, H, d, T, B, 1)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak / 2**20
+def weight_params(model) -> int:
+    """Parameters that multiply activations: all but the position table."""
+    return sum(p.size for name, p in model.named_parameters() if not name.startswith("wpe"))
 
 
-def torch_step_times(torch, V, L, H, d, T, B, steps):
+def torch_step(torch, V, L, H, d, T, B):
     nn = torch.nn
     F = nn.functional
 
@@ -91,33 +99,99 @@ def torch_step_times(torch, V, L, H, d, T, B, steps):
 
     model = Model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
-    g = torch.Generator().manual_seed(1)
-    times = []
-    for _ in range(steps + 2):
-        x = torch.randint(0, V, (B, T), generator=g)
-        y = torch.randint(0, V, (B, T), generator=g)
-        t0 = time.perf_counter()
+    data, i = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches(V, T, B)], [0]
+
+    def step():
+        x, y = data[i[0] % len(data)]
+        i[0] += 1
         opt.zero_grad(set_to_none=True)
         model(x, y).backward()
         opt.step()
-        times.append(time.perf_counter() - t0)
-    return times[2:]
+    return step
+
+
+def measure(sizes, rounds, calls, torch, memory=True):
+    """One row per size: tokens/s of both sides, the pair ratios, MFU, memory."""
+    rows = []
+    for name in sizes:
+        V, L, H, d, T, B = SIZES[name]
+        mp, model = minipt_step(V, L, H, d, T, B)
+        ref = torch_step(torch, V, L, H, d, T, B) if torch else None
+        cmp = harness.alternate(mp, ref, rounds=rounds, calls=calls)
+        peak, shape = harness.sgemm_peak(harness.gpt_projection_shapes(B * T, d))
+        flops = harness.gpt_flops_per_token(weight_params(model), L, T, d)
+        row = {"size": name, "config": dict(zip("V L H d T B".split(), SIZES[name])),
+               "minipt_tok_s": B * T / cmp.a_median, "sgemm_peak_gflops": peak, "sgemm_shape": shape,
+               "flops_per_token": flops}
+        row["minipt_mfu"] = row["minipt_tok_s"] * flops / (peak * 1e9)
+        if ref:
+            lo, hi = cmp.spread()
+            row.update(torch_tok_s=B * T / cmp.b_median, ratio=cmp.ratio, ratio_min=lo, ratio_max=hi,
+                       ratio_iqr=cmp.iqr(), rounds=rounds)
+            row["torch_mfu"] = row["torch_tok_s"] * flops / (peak * 1e9)
+        if memory:
+            row["minipt_peak_mb"] = harness.peak_memory_mb(mp)
+        rows.append(row)
+    return rows
+
+
+def print_rows(rows, title):
+    print(title)
+    print(f"{'size':<5} {'minipt tok/s':>12} {'torch tok/s':>12} {'ratio (min..max)':>19} "
+          f"{'MFU minipt':>10} {'MFU torch':>9} {'sgemm GF/s':>10} {'peak MB':>8}")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})" if "ratio" in r else "-"
+        tmfu = f"{100 * r['torch_mfu']:8.0f}%" if "torch_mfu" in r else f"{'-':>9}"
+        mem = f"{r['minipt_peak_mb']:8.1f}" if "minipt_peak_mb" in r else f"{'-':>8}"
+        print(f"{r['size']:<5} {r['minipt_tok_s']:12,.0f} {harness.fmt_rate(r.get('torch_tok_s'), 12)} "
+              f"{ratio:>19} {100 * r['minipt_mfu']:9.0f}% {tmfu} {r['sgemm_peak_gflops']:10.0f} {mem}")
+
+
+def run(sizes=("S", "M", "L"), rounds=7, calls=3, busy=0, busy_threads=1, quiet=True):
+    """All measurements as a dict (what run_all.py stores); prints the tables as it goes."""
+    torch = harness.try_torch(2)
+    print(f"torch {torch.__version__ if torch else 'not installed'}; float32; a training step "
+          f"(fwd + bwd + AdamW); {rounds} alternating rounds of {calls} steps per side; "
+          f"ratio > 1: minipt faster; MFU: 6N + 12 L T d FLOPs/token vs the sgemm peak measured "
+          f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only", flush=True)
+    out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads}
+    if quiet or not busy:
+        out["quiet"] = measure(sizes, rounds, calls, torch)
+        print_rows(out["quiet"], "quiet machine")
+    if busy:
+        with harness.busy(busy, busy_threads):
+            out["busy"] = measure(sizes, rounds, calls, torch, memory=False)
+        print_rows(out["busy"], f"\nbusy: {busy} background BLAS process(es) of {busy_threads} thread(s) each")
+        if out["quiet"]:
+            print("slowdown (quiet tok/s / busy tok/s):")
+            for q, b in zip(out["quiet"], out["busy"]):
+                q["minipt_slowdown"] = q["minipt_tok_s"] / b["minipt_tok_s"]
+                t = ""
+                if "torch_tok_s" in q:
+                    q["torch_slowdown"] = q["torch_tok_s"] / b["torch_tok_s"]
+                    t = f"   torch {q['torch_slowdown']:.2f}x"
+                print(f"  {q['size']:<3} minipt {q['minipt_slowdown']:.2f}x{t}")
+    return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="S,M,L")
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (pairs of ratios)")
+    ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
+    ap.add_argument("--busy", type=int, default=0, metavar="N", help="also measure beside N busy processes")
+    ap.add_argument("--busy-threads", type=int, default=1, choices=(1, 2),
+                    help="BLAS threads of each busy process (1: one core each)")
+    ap.add_argument("--busy-only", action="store_true", help="skip the quiet measurement")
+    ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
-    torch = try_torch()
-    print(f"torch {torch.__version__ if torch else 'not installed'}; float32; tokens/s, median of {args.steps} steps")
-    print(f"{'size':<5} {'V,L,H,d,T,B':<26} {'minipt tok/s':>13} {'torch tok/s':>12} {'ratio':>7} {'peak MB':>8}")
-    for name in args.sizes.split(","):
-        V, L, H, d, T, B = SIZES[name]
-        mp = B * T / statistics.median(minipt_step_times(V, L, H, d, T, B, args.steps))
-        tt = B * T / statistics.median(torch_step_times(torch, V, L, H, d, T, B, args.steps)) if torch else None
-        cols = f"{tt:12,.0f} {mp / tt:6.2f}x" if tt else f"{'-':>12} {'-':>7}"
-        print(f"{name:<5} {str(SIZES[name]):<26} {mp:13,.0f} {cols} {peak_memory_mb(V, L, H, d, T, B):8.1f}")
+    sizes = args.sizes.split(",")
+    for s in sizes:
+        if s not in SIZES:
+            ap.error(f"--sizes: expected names from {sorted(SIZES)}, got {s!r}")
+    out = run(sizes, args.rounds, args.calls, args.busy, args.busy_threads, quiet=not args.busy_only)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str))
 
 
 if __name__ == "__main__":

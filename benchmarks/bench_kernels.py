@@ -1,31 +1,27 @@
 """Each Numba kernel against its NumPy twin, and against torch when it is installed.
 
-    python benchmarks/bench_kernels.py [--repeat 7] [--quick] [--best] [--no-torch]
+    python benchmarks/bench_kernels.py [--rounds 7] [--quick] [--no-torch]
 
 float32, C-contiguous, sizes of our GPT configs: N = B*T rows, C the model width (the
-GELU runs on the FFN's 4C), softmax rows of K, embedding tables V x C. Every time is the
-median of ``--repeat`` calls after one warm-up call (which pays for JIT compilation);
-``--best`` takes the fastest call instead, steadier on a machine other jobs share.
-
-torch runs after all NumPy and Numba timings, not interleaved with them: its OpenMP
-threads keep spinning after each op and would slow whatever runs next. Its backward is
-timed alone with ``torch.autograd.grad(..., retain_graph=True)`` on a graph built once,
-so each row compares the same piece of work. Ratios: speed-up = twin / kernel;
-vs torch = torch / kernel (> 1: minipt is faster).
+GELU runs on the FFN's 4C), softmax rows of K, embedding tables V x C. The twin, the
+kernel and torch run in alternating rounds (benchmarks/harness.py), 10 ms apart so that
+torch's OpenMP threads stop spinning before the next side is timed; a round's time is
+the median of ``--calls`` calls. torch's backward is timed alone with
+``torch.autograd.grad(..., retain_graph=True)`` on a graph built once, so each row
+compares the same piece of work. Ratios are medians of per-round ratios (min..max):
+speed-up = twin / kernel; vs torch = torch / kernel (> 1: minipt is faster).
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import try_torch  # noqa: E402
+import harness  # noqa: E402
 
 from minipt import kernels  # noqa: E402
 from minipt.ops.activations import gelu_tanh_backward_numpy, gelu_tanh_forward_numpy  # noqa: E402
@@ -34,17 +30,6 @@ from minipt.ops.norms import layer_norm_backward_numpy, layer_norm_forward_numpy
 from minipt.ops.softmax import softmax_backward_numpy  # noqa: E402
 
 EPS = 1e-5
-
-
-def time_ms(fn, repeat: int, best: bool) -> float:
-    """Median (or, with ``best``, minimum) wall time of ``fn()`` in ms after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return min(times) if best else statistics.median(times)
 
 
 class Case:
@@ -146,39 +131,40 @@ def cases(quick: bool):
             yield embedding_case(n, v, c, rng)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=7, help="timed calls per measurement (median)")
-    ap.add_argument("--quick", action="store_true", help="fewer sizes")
-    ap.add_argument("--best", action="store_true", help="fastest of the repeats instead of the median")
-    ap.add_argument("--no-torch", action="store_true", help="skip torch even when it is installed")
-    args = ap.parse_args()
-    if args.repeat < 1:
-        ap.error(f"--repeat must be at least 1, got {args.repeat}")
+def run(quick: bool = True, rounds: int = 7, calls: int = 5, use_torch: bool = True) -> list[dict]:
     if not kernels.ENABLED:
         sys.exit("MINIPT_NUMBA=0 is set: there are no kernels to time")
-    torch = None if args.no_torch else try_torch(threads=2)
-    todo = list(cases(args.quick))
+    torch = harness.try_torch(2) if use_torch else None
+    rows = []
+    todo = list(cases(quick))
     print(f"timing {len(todo)} cases ...", file=sys.stderr, flush=True)
-    for case in todo:                                     # phase 1: NumPy and Numba only
-        case.ms["twin"] = time_ms(case.twin, args.repeat, args.best)
-        case.ms["kernel"] = time_ms(case.kernel, args.repeat, args.best)
-    if torch is not None:                                 # phase 2: torch
-        for case in todo:
-            case.ms["torch"] = time_ms(case.torch(torch), args.repeat, args.best)
-
-    print(f"numpy {np.__version__}, numba {numba.__version__} (kernels serial), torch "
-          f"{torch.__version__ + f' ({torch.get_num_threads()} threads)' if torch else 'not used'}; "
-          f"float32, {'fastest' if args.best else 'median'} of {args.repeat}, ms")
-    print(f"{'case':<32} {'twin':>8} {'kernel':>8} {'speed-up':>8} {'torch':>8} {'vs torch':>8}")
     for case in todo:
-        ms = case.ms
-        line = f"{case.name:<32} {ms['twin']:8.3f} {ms['kernel']:8.3f} {ms['twin'] / ms['kernel']:7.1f}x"
-        if "torch" in ms:
-            line += f" {ms['torch']:8.3f} {ms['torch'] / ms['kernel']:7.2f}x"
-        else:
-            line += f" {'-':>8} {'-':>8}"
-        print(line)
+        fns = {"kernel": case.kernel, "twin": case.twin}
+        if torch is not None:
+            fns["torch"] = case.torch(torch)
+        t = harness.rounds_of(fns, rounds=rounds, calls=calls)
+        rows.append(harness.row("kernels", case.name, "kernel", "twin", harness.Comparison(t["kernel"], t["twin"])))
+        if torch is not None:
+            rows.append(harness.row("kernels", case.name, "kernel", "torch",
+                                    harness.Comparison(t["kernel"], t["torch"])))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds")
+    ap.add_argument("--calls", type=int, default=5, help="timed calls per side per round (median)")
+    ap.add_argument("--quick", action="store_true", help="fewer sizes")
+    ap.add_argument("--no-torch", action="store_true", help="skip torch even when it is installed")
+    args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    rows = run(args.quick, args.rounds, args.calls, not args.no_torch)
+    torch = None if args.no_torch else harness.try_torch(2)
+    print(f"numpy {np.__version__}, numba {numba.__version__}, torch "
+          f"{torch.__version__ + ' (2 threads)' if torch else 'not used'}; float32; ms per call; "
+          f"B/A: median of {args.rounds} per-round ratios (> 1: the kernel is faster)")
+    harness.print_rows(rows)
 
 
 if __name__ == "__main__":

@@ -7,19 +7,23 @@ words + ``</w>``), then learns the same number of merges with
 * ``learn_merges``       -- pair counts updated only where a merge touched them, heap;
 * ``learn_merges_naive`` -- every pair recounted over every word before each merge,
 
-checks that both produce the same merges, and prints merges/s (median of repeats) and
-the speed-up. Usage: ``python benchmarks/bench_tokenizers.py [--kb 300] [--merges 300]``.
+checks that both produce the same merges, and times them in alternating rounds
+(benchmarks/harness.py): merges/s of each (median round) and the median per-round
+speed-up with min..max. Usage: ``python benchmarks/bench_tokenizers.py [--kb 300] [--merges 300]``.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
-from minipt.tokenizers.bpe import END_OF_WORD, learn_merges, learn_merges_naive
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+from minipt.tokenizers.bpe import END_OF_WORD, learn_merges, learn_merges_naive  # noqa: E402
 
 LETTERS = list("abcdefghijklmnopqrstuvwxyz")
 # rough English letter frequencies, so that frequent pairs exist as in real text
@@ -45,40 +49,39 @@ def word_counts_of(text: str) -> dict[tuple[str, ...], int]:
     return {tuple(w) + (END_OF_WORD,): c for w, c in Counter(text.split()).items()}
 
 
-def timed(fn, repeats: int):
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
+def run(quick: bool = True, kb: int | None = None, merges: int | None = None, rounds: int = 3,
+        seed: int = 0) -> list[dict]:
+    kb = kb or (100 if quick else 300)
+    merges = merges or (150 if quick else 300)
+    text = zipf_text(kb * 1000, seed=seed)
+    wc = word_counts_of(text)
+    n_symbols = sum(len(w) for w in wc)
+    print(f"text: {len(text) / 1000:.0f} KB, {sum(wc.values())} words, {len(wc)} distinct "
+          f"({n_symbols} symbols), {merges} merges, {rounds} alternating rounds")
+    m_inc, m_naive = learn_merges(wc, merges), learn_merges_naive(wc, merges)
+    if m_inc != m_naive:
+        first = next(i for i, (a, b) in enumerate(zip(m_inc, m_naive)) if a != b)
+        raise SystemExit(f"merges differ at step {first}: {m_inc[first]} vs {m_naive[first]}")
+    n = len(m_inc)
+    print(f"same {n} merges (first: {' '.join(a + '+' + b for a, b in m_inc[:5])} ...)")
+    cmp = harness.alternate(lambda: learn_merges(wc, merges), lambda: learn_merges_naive(wc, merges),
+                            rounds=rounds, calls=1, warmup=0)
+    return [harness.row("tokenizers", f"BPE {n} merges, {kb} KB", "increm.", "naive", cmp,
+                        merges_per_s=n / cmp.a_median, naive_merges_per_s=n / cmp.b_median)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kb", type=int, default=300, help="size of the generated text in KB")
     ap.add_argument("--merges", type=int, default=300, help="merges to learn")
-    ap.add_argument("--repeats", type=int, default=3, help="repeats (median reported)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (median reported)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-
-    text = zipf_text(args.kb * 1000, seed=args.seed)
-    wc = word_counts_of(text)
-    n_symbols = sum(len(w) for w in wc)
-    print(f"text: {len(text) / 1000:.0f} KB, {sum(wc.values())} words, {len(wc)} distinct "
-          f"({n_symbols} symbols), {args.merges} merges, median of {args.repeats}")
-
-    t_inc, m_inc = timed(lambda: learn_merges(wc, args.merges), args.repeats)
-    t_naive, m_naive = timed(lambda: learn_merges_naive(wc, args.merges), args.repeats)
-    if m_inc != m_naive:
-        first = next(i for i, (a, b) in enumerate(zip(m_inc, m_naive)) if a != b)
-        raise SystemExit(f"merges differ at step {first}: {m_inc[first]} vs {m_naive[first]}")
-    n = len(m_inc)
-    print(f"same {n} merges (first: {' '.join(a + '+' + b for a, b in m_inc[:5])} ...)")
+    (r,) = run(False, args.kb, args.merges, args.rounds, args.seed)
     print(f"{'trainer':<34} {'seconds':>9} {'merges/s':>10}")
-    print(f"{'incremental (learn_merges)':<34} {t_inc:9.3f} {n / t_inc:10.0f}")
-    print(f"{'full recount (learn_merges_naive)':<34} {t_naive:9.3f} {n / t_naive:10.1f}")
-    print(f"speed-up: {t_naive / t_inc:.1f}x")
+    print(f"{'incremental (learn_merges)':<34} {r['a_ms'] / 1e3:9.3f} {r['merges_per_s']:10.0f}")
+    print(f"{'full recount (learn_merges_naive)':<34} {r['b_ms'] / 1e3:9.3f} {r['naive_merges_per_s']:10.1f}")
+    print(f"speed-up: {r['ratio']:.1f}x (per-round {r['ratio_min']:.1f}..{r['ratio_max']:.1f})")
     return 0
 
 

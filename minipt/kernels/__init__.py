@@ -11,6 +11,8 @@ import importlib
 import os
 import types
 
+from . import threads
+
 ENABLED = os.environ.get("MINIPT_NUMBA", "1") != "0"
 
 if ENABLED and "NUMBA_THREADING_LAYER" not in os.environ:
@@ -69,7 +71,10 @@ def by_size(serial, parallel, size: int):
 
 
 def get(name: str):
-    """The Numba kernel registered as ``name``, or None when kernels are off."""
+    """The Numba kernel registered as ``name``, or None when kernels are off. Every op
+    asks here, so this is also where the thread policy (``threads.refresh``: threads
+    for the free CPUs, re-read every half second) is kept current."""
+    threads.refresh()
     if not ENABLED or name not in KERNELS:
         return None
     module, func = KERNELS[name].split(":")

@@ -1,0 +1,259 @@
+"""The one harness every minipt benchmark uses.
+
+Two sides (A = minipt, B = a reference: torch, gensim, a NumPy twin ...) run in
+alternating rounds, A B A B ..., after a warm-up of each, so a minute of load from
+elsewhere on a shared machine hits both alike. Each round times ``calls`` calls of each
+side back to back (as a training loop would run them); the round's time is their median.
+What is reported:
+
+* the median of the per-round pair ratios ``t_B / t_A`` (> 1: A is faster) and their
+  spread (min..max and the interquartile range), never the ratio of two separate medians;
+* each side's median time per call (and a throughput when the caller gives work units);
+* peak memory of a side, measured apart from the timing: ``tracemalloc`` traces Python
+  objects and NumPy's data buffers (NumPy reports its allocations to it), so it is the
+  peak of what a NumPy side allocates during one call. It does not see torch's
+  allocator or Numba's compiled code: for torch it is not measured;
+* the model FLOPs utilisation (MFU) of a GPT training step, 6N + 12 L T d FLOPs per token
+  (PaLM, Chowdhery et al. 2022, appendix B), against the float32 GEMM peak measured in the
+  same run on the model's own projection shapes (``sgemm_peak``).
+
+``busy(n, threads)`` starts bounded background processes that keep cores busy with BLAS
+work, to measure how a step holds up on a machine that is doing something else.
+"""
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from contextlib import contextmanager
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Per-round times (seconds per call) of side A and side B, in round order."""
+    a: list[float]
+    b: list[float]
+
+    @property
+    def ratios(self) -> list[float]:
+        """Per-round ``t_B / t_A``: > 1 means A is faster."""
+        return [tb / ta for ta, tb in zip(self.a, self.b)]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+    @property
+    def a_median(self) -> float:
+        return statistics.median(self.a)
+
+    @property
+    def b_median(self) -> float:
+        return statistics.median(self.b)
+
+    def spread(self) -> tuple[float, float]:
+        return min(self.ratios), max(self.ratios)
+
+    def iqr(self) -> tuple[float, float]:
+        r = sorted(self.ratios)
+        if len(r) < 4:
+            return r[0], r[-1]
+        q = statistics.quantiles(r, n=4)
+        return q[0], q[2]
+
+    def summary(self) -> str:
+        lo, hi = self.spread()
+        return f"{self.ratio:.2f}x ({lo:.2f}..{hi:.2f})"
+
+
+def _time_calls(fn, calls: int) -> float:
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def rounds_of(sides: dict, rounds: int = 7, calls: int = 3, warmup: int = 2, gap: float = 0.01) -> dict:
+    """Time every side of ``sides`` (name -> callable) in ``rounds`` alternating rounds
+    (A B C A B C ...); returns name -> per-round median seconds per call.
+
+    ``warmup`` untimed calls of each side first (JIT compilation, first-touch memory,
+    thread pools waking). ``gap`` seconds of sleep between sides lets the previous side's
+    thread pools (OpenMP, OpenBLAS) stop spinning before the next side is timed.
+    """
+    if rounds < 1 or calls < 1:
+        raise ValueError(f"rounds and calls must be >= 1, got rounds={rounds}, calls={calls}")
+    for _ in range(warmup):
+        for fn in sides.values():
+            fn()
+    times = {name: [] for name in sides}
+    for _ in range(rounds):
+        for name, fn in sides.items():
+            time.sleep(gap)
+            times[name].append(_time_calls(fn, calls))
+    return times
+
+
+def alternate(a, b, rounds: int = 7, calls: int = 3, warmup: int = 2, gap: float = 0.01) -> Comparison:
+    """Side A against side B in alternating rounds (see ``rounds_of``); ``b`` may be
+    None: then only A is timed and ``Comparison.b`` is empty."""
+    sides = {"a": a} if b is None else {"a": a, "b": b}
+    times = rounds_of(sides, rounds, calls, warmup, gap)
+    return Comparison(times["a"], times.get("b", []))
+
+
+def median_seconds(fn, rounds: int = 7, calls: int = 1, warmup: int = 1) -> float:
+    """One side alone: the median per-call time over ``rounds`` (for tables of one column)."""
+    return alternate(fn, None, rounds=rounds, calls=calls, warmup=warmup, gap=0.0).a_median
+
+
+def peak_memory_mb(fn) -> float:
+    """Peak traced memory (MiB) of one call of ``fn``: Python objects and NumPy buffers."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    if not was_tracing:
+        tracemalloc.stop()
+    return (peak - base) / 2**20
+
+
+# -- model FLOPs utilisation ----------------------------------------------------------------
+def gpt_flops_per_token(n_params: int, n_layer: int, block_size: int, d_model: int) -> float:
+    """Training FLOPs per token of a GPT step (forward + backward): 6N for the weight
+    matmuls plus 12 L T d for attention's QK^T and PV (PaLM's appendix B).
+    ``n_params`` counts the weights that multiply activations: all parameters except
+    the position table (the tied token table counts once, as the output layer)."""
+    return 6 * n_params + 12 * n_layer * block_size * d_model
+
+
+def sgemm_peak(shapes, threads: int = 2, rounds: int = 5) -> tuple[float, tuple]:
+    """Best float32 GEMM rate in GFLOP/s over ``shapes`` ((M, K, N): (M x K) @ (K x N)),
+    NumPy's BLAS on ``threads`` threads, fastest of ``rounds``; returns (GFLOP/s, shape)."""
+    from threadpoolctl import threadpool_limits
+    rng = np.random.default_rng(0)
+    best = (0.0, None)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        for m, k, n in shapes:
+            x = rng.standard_normal((m, k), dtype=np.float32)     # (M, K)
+            w = rng.standard_normal((k, n), dtype=np.float32)     # (K, N)
+            out = np.empty((m, n), np.float32)                    # (M, N)
+            calls = max(1, int(2e8 // (2 * m * k * n)))           # about 0.2 GFLOP per round
+            t = min(rounds_of({"gemm": lambda: [np.matmul(x, w, out=out) for _ in range(calls)]},
+                              rounds=rounds, calls=1, warmup=1, gap=0.0)["gemm"])
+            rate = 2 * m * k * n * calls / t / 1e9
+            best = max(best, (rate, (m, k, n)), key=lambda r: r[0])
+    return best
+
+
+def gpt_projection_shapes(tokens: int, d_model: int) -> list[tuple[int, int, int]]:
+    """(M, K, N) of a GPT-2 block's four Linear layers over ``tokens`` = B * T rows."""
+    d = d_model
+    return [(tokens, d, 3 * d), (tokens, d, d), (tokens, d, 4 * d), (tokens, 4 * d, d)]
+
+
+# -- a busy machine -------------------------------------------------------------------------
+_BUSY_LOOP = """
+import os, sys, time
+import numpy as np
+parent, stop = os.getppid(), time.monotonic() + float(sys.argv[1])
+a = np.random.default_rng(0).standard_normal((384, 384), dtype=np.float32)
+b = np.empty_like(a)
+while time.monotonic() < stop and os.getppid() == parent:
+    for _ in range(20):
+        np.matmul(a, a, out=b)
+"""
+
+_RUNNING: list[subprocess.Popen] = []
+
+
+def _stop_all() -> None:
+    while _RUNNING:
+        p = _RUNNING.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+atexit.register(_stop_all)
+
+
+@contextmanager
+def busy(n: int, threads: int = 1, seconds: float = 900.0):
+    """``n`` background processes, each a BLAS loop (384 x 384 float32 matmuls) on
+    ``threads`` OpenBLAS threads. Each stops by itself after ``seconds`` or when this
+    process is gone, and is killed when the block (or the interpreter) exits."""
+    if n <= 0:
+        yield []
+        return
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+           "MKL_NUM_THREADS": str(threads)}
+    procs = [subprocess.Popen([sys.executable, "-c", _BUSY_LOOP, str(seconds)], env=env,
+                              stdin=subprocess.DEVNULL) for _ in range(n)]
+    _RUNNING.extend(procs)
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # atexit then kills them
+    try:
+        time.sleep(1.0)                                       # let them import NumPy and start
+        yield procs
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            if p in _RUNNING:
+                _RUNNING.remove(p)
+
+
+# -- optional references --------------------------------------------------------------------
+def try_torch(threads: int = 2):
+    """torch if it imports (set to ``threads`` threads), else None: it is optional."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    return torch
+
+
+def fmt_rate(x: float | None, width: int = 10) -> str:
+    return f"{x:{width},.0f}" if x is not None else f"{'-':>{width}}"
+
+
+# -- one row of run_all's table -------------------------------------------------------------
+def row(bench: str, case: str, a: str, b: str | None, cmp: Comparison, unit: float = 1e3, **extra) -> dict:
+    """A result as run_all.py stores it: side names, median times (ms per call unless
+    ``unit`` says otherwise), the median pair ratio t_B / t_A with min..max and IQR."""
+    out = {"bench": bench, "case": case, "a": a, "b": b, "a_ms": cmp.a_median * unit, "rounds": len(cmp.a)}
+    if b is not None and cmp.b:
+        lo, hi = cmp.spread()
+        out.update(b_ms=cmp.b_median * unit, ratio=cmp.ratio, ratio_min=lo, ratio_max=hi, ratio_iqr=list(cmp.iqr()))
+    out.update(extra)
+    return out
+
+
+def print_rows(rows: list[dict]) -> None:
+    """The table of ``row`` dicts: case, A ms, B ms, ratio (min..max) and any extras."""
+    print(f"{'bench':<11} {'case':<34} {'A':<7} {'A ms':>9} {'B':<7} {'B ms':>9} {'B/A (min..max)':>19}  extra")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})" if "ratio" in r else "-"
+        b_ms = f"{r['b_ms']:9.3f}" if "b_ms" in r else f"{'-':>9}"
+        known = {"bench", "case", "a", "b", "a_ms", "b_ms", "ratio", "ratio_min", "ratio_max", "ratio_iqr", "rounds"}
+        extra = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                          for k, v in r.items() if k not in known)
+        print(f"{r['bench']:<11} {r['case']:<34} {r['a']:<7} {r['a_ms']:9.3f} {str(r['b'] or '-'):<7} {b_ms} "
+              f"{ratio:>19}  {extra}")

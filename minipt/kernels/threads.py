@@ -1,0 +1,194 @@
+"""How many threads minipt's two pools may use: OpenBLAS (NumPy's matmuls) and Numba.
+
+On a laptop something else is always running. A parallel region (a GEMM split in two, a
+``prange`` loop) finishes when its slowest thread does; when one of two cores is taken
+by another process, the half scheduled there runs at half speed or waits for a time
+slice, and OpenBLAS's idle threads spin on the shared core. A step then slowed 2.3-2.6x
+beside one single-threaded process and 5-7x beside a two-threaded one
+(benchmarks/bench_threads.py measures each setting). The policy:
+
+1. **Only the CPUs this process may run on**: ``os.sched_getaffinity``, not the machine's
+   core count (a container or ``taskset`` gives fewer).
+2. **Only the CPUs others leave free**: every ``INTERVAL`` seconds the busy time of those
+   CPUs (``/proc/stat``) minus this process's own CPU time gives the cores other
+   processes used; the pools get the rest, rounded, at least one thread.
+3. **The same count for both pools**, so a Numba loop and a GEMM never ask for more
+   threads than there are free cores (they run one after the other, never together).
+4. **A count set by hand stands**: inside a ``threadpoolctl.threadpool_limits`` block or
+   after ``numba.set_num_threads``, the policy leaves the pools alone.
+
+``refresh()`` applies it and is cheap to call often (it re-reads the load at most every
+``INTERVAL`` seconds); ``minipt.kernels.get`` calls it, so every op keeps it current.
+``MINIPT_THREADS=N`` fixes the count instead (``0`` or unset: the policy).
+"""
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+
+INTERVAL = 0.5          # seconds between two readings of the machine's load
+
+_state = {"next": 0.0, "stat": None, "cpu": None, "wall": None, "threads": None, "blas": None, "held": 0}
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                                       # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def choose_threads(cpus: int, others_busy: float) -> int:
+    """Threads for each pool: the cores left free by others, rounded half up, in [1, cpus].
+
+    ``others_busy`` is how many cores other processes kept busy (0.0 on a quiet machine,
+    about 1.0 beside one single-threaded process)."""
+    if cpus < 1:
+        raise ValueError(f"cpus must be >= 1, got {cpus}")
+    return max(1, min(cpus, int(cpus - max(0.0, others_busy) + 0.5)))
+
+
+def cpu_busy_seconds(stat_text: str, cpus: set[int], tick: float) -> float:
+    """Seconds the CPUs in ``cpus`` spent busy (not idle, not waiting for I/O) since boot,
+    from the text of ``/proc/stat``; ``tick`` is seconds per jiffy."""
+    total = 0
+    for line in stat_text.splitlines():
+        head, _, rest = line.partition(" ")
+        if head.startswith("cpu") and head[3:].isdigit() and int(head[3:]) in cpus:
+            f = [int(v) for v in rest.split()]
+            total += sum(f[:8]) - f[3] - f[4]                     # all but idle and iowait
+    return total * tick
+
+
+def others_busy(busy_before: float, busy_after: float, own_cpu: float, wall: float) -> float:
+    """Cores kept busy by other processes over ``wall`` seconds: the CPUs' busy time
+    minus this process's own CPU time (its spinning threads included)."""
+    if wall <= 0:
+        raise ValueError(f"wall must be > 0 seconds, got {wall}")
+    return max(0.0, (busy_after - busy_before - own_cpu) / wall)
+
+
+def _read_busy() -> float | None:
+    try:
+        with open("/proc/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return cpu_busy_seconds(text, os.sched_getaffinity(0), 1.0 / os.sysconf("SC_CLK_TCK"))
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process, all its threads (spinning ones included)."""
+    return time.process_time()
+
+
+def _blas():
+    """threadpoolctl's controller of NumPy's own BLAS (not torch's or another library's)."""
+    if _state["blas"] is None:
+        import numpy as np
+        from threadpoolctl import ThreadpoolController
+        with ThreadpoolController().limit(limits=None):           # make sure NumPy's BLAS is loaded
+            np.ones((2, 2)) @ np.ones((2, 2))
+        ctl = ThreadpoolController()
+        numpy_dir = os.path.dirname(np.__file__) + ".libs"
+        mine = [lib for lib in ctl.lib_controllers
+                if lib.user_api == "blas" and (lib.filepath.startswith(numpy_dir) or "numpy" in lib.filepath)]
+        _state["blas"] = mine or [lib for lib in ctl.lib_controllers if lib.user_api == "blas"]
+    return _state["blas"]
+
+
+def blas_threads() -> int:
+    """Threads NumPy's BLAS uses now."""
+    return max(lib.num_threads for lib in _blas())
+
+
+def _numba():
+    """Numba if it is loaded (its pool exists only then), else None."""
+    import sys
+    return sys.modules.get("numba")
+
+
+def set_threads(n: int) -> int:
+    """Give both pools ``n`` threads (clipped to [1, available CPUs]); returns the count."""
+    nb = _numba()
+    most = available_cpus() if nb is None else min(available_cpus(), nb.config.NUMBA_NUM_THREADS)
+    n = max(1, min(int(n), most))
+    if n != _state["threads"]:
+        for lib in _blas():
+            lib.set_num_threads(n)
+        if nb is not None:
+            nb.set_num_threads(n)
+        _state["threads"] = n
+    return n
+
+
+def _overridden() -> bool:
+    """True when someone else changed a pool after the policy last set it (a
+    ``threadpool_limits`` block, ``numba.set_num_threads``): their choice stands."""
+    n = _state["threads"]
+    if n is None:
+        return False
+    nb = _numba()
+    return blas_threads() != n or (nb is not None and nb.get_num_threads() != n)
+
+
+def fixed_threads() -> int:
+    """``MINIPT_THREADS`` as a count, 0 when the policy decides."""
+    raw = os.environ.get("MINIPT_THREADS", "0")
+    if not raw.isdigit():
+        raise ValueError(f"MINIPT_THREADS must be a non-negative integer, got {raw!r}")
+    return int(raw)
+
+
+def refresh(now: float | None = None) -> int:
+    """Apply the policy if ``INTERVAL`` has passed since the last reading; returns the
+    thread count in force."""
+    now = time.monotonic() if now is None else now
+    if _state["held"] or (now < _state["next"] and _state["threads"] is not None):
+        return _state["threads"]
+    _state["next"] = now + INTERVAL
+    if _overridden():
+        return _state["threads"]
+    fixed = fixed_threads()
+    if fixed:
+        return set_threads(fixed)
+    busy, cpu = _read_busy(), _own_cpu()
+    if busy is None:                                              # no /proc: affinity only
+        return set_threads(available_cpus())
+    if _state["stat"] is None or now <= _state["wall"]:
+        n = set_threads(_state["threads"] or available_cpus())
+    else:
+        others = others_busy(_state["stat"], busy, cpu - _state["cpu"], now - _state["wall"])
+        n = set_threads(choose_threads(available_cpus(), others))
+    _state.update(stat=busy, cpu=cpu, wall=now)
+    return n
+
+
+@contextmanager
+def limit(blas: int | None = None, numba: int | None = None):
+    """Fix the pools' thread counts inside the block (benchmarks, experiments); the policy
+    resumes after it."""
+    import numba as nb
+    saved_blas, saved_nb = blas_threads(), nb.get_num_threads()
+    _state["held"] += 1                                           # refresh() leaves them alone
+    try:
+        if blas is not None:
+            for lib in _blas():
+                lib.set_num_threads(max(1, min(blas, available_cpus())))
+        if numba is not None:
+            nb.set_num_threads(max(1, min(numba, available_cpus(), nb.config.NUMBA_NUM_THREADS)))
+        yield
+    finally:
+        for lib in _blas():
+            lib.set_num_threads(saved_blas)
+        nb.set_num_threads(saved_nb)
+        _state["held"] -= 1
+
+
+@contextmanager
+def policy():
+    """Run the block under the policy (as the ops do); for benchmarks that compare settings."""
+    refresh()
+    yield
