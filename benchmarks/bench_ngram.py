@@ -19,10 +19,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-try:
-    from harness import alternate
-except ImportError:                  # until benchmarks/harness.py is merged
-    from _abab import alternate
+from harness import alternate
 
 from minipt.data.hmm_language import HMMLanguage
 from minipt.models.classic.ngram import NGramLM, NGramVocab

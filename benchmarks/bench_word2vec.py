@@ -19,10 +19,7 @@ import os
 
 import numpy as np
 
-try:
-    from harness import alternate
-except ImportError:                  # until benchmarks/harness.py is merged
-    from _abab import alternate
+from harness import alternate
 
 from minipt.data.hmm_language import HMMLanguage
 from minipt.data.toy_vectors import analogy_accuracy, category_gap
