@@ -67,13 +67,23 @@ plt.tight_layout(); plt.show()
 
 # %% [markdown]
 # The word tokenizer turned both new words into `<unk>`: whatever they meant is gone.
-# BPE and WordPiece spell them from known pieces; characters and bytes never fail.
+# BPE spells them from known pieces; characters and bytes never fail. WordPiece spells
+# "quickest" but not "riverbank": it has a continuation piece such as `##k` only for a
+# character it saw inside a word, and in the toy language "b" only ever starts one, so
+# there is no `##b` and the whole word becomes `[UNK]` (BERT's vocabulary holds every
+# character in both forms for this reason).
 
 # %%
 word = toks["word"]
 assert word.decode(word.encode("the quickest fox")) == "the <unk> fox"
 for name in ("char", "byte BPE"):
     assert toks[name].decode(toks[name].encode(test_text)) == test_text
+bpe, wordpiece = toks["BPE"], toks["WordPiece"]
+assert "<unk>" not in [bpe.id_to_token(i) for i in bpe.encode(test_text)]
+print("WordPiece:", wordpiece.tokenize("quickest"), wordpiece.tokenize("riverbank"), wordpiece.tokenize("bank"))
+assert "[UNK]" not in wordpiece.tokenize("quickest") and wordpiece.tokenize("riverbank") == ["[UNK]"]
+vocab = {wordpiece.id_to_token(i) for i in range(wordpiece.vocab_size)}
+assert "##b" not in vocab and "##k" in vocab
 
 # %% [markdown]
 # ## 2. BPE merges, by hand and by code
@@ -102,6 +112,8 @@ for s in ["the fox sleeps .", "语言模型", "emoji 🦊!", ""]:
     ids = byte_bpe.encode(s)
     assert byte_bpe.decode(ids) == s
     print(f"{s!r:>18} -> {len(ids):2d} ids {[byte_bpe.id_to_token(i) for i in ids][:8]}")
+assert len(byte_bpe.encode("语言模型")) == 3 * 4 == len("语言模型".encode("utf-8"))
+assert ByteBPETokenizer().vocab_size == 256 + 1                 # untrained: the bytes and <|endoftext|>
 
 # %% [markdown]
 # ## 4. WordPiece: longest match first, `##` for continuations
@@ -124,6 +136,7 @@ assert wp.tokenize("xyz") == ["[UNK]"]
 eot = byte_bpe.token_to_id("<|endoftext|>")
 ids = byte_bpe.encode("a fox .<|endoftext|>the cat")
 assert ids.count(eot) == 1 and byte_bpe.decode(ids) == "a fox .<|endoftext|>the cat"
+assert eot == byte_bpe.vocab_size - 1
 print(f"<|endoftext|> is id {eot} (the last id, as in GPT-2)")
 
 # %% [markdown]

@@ -42,6 +42,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minipt import check_module
+from minipt import lesson_budget as budget
 from minipt.data import toy_tasks
 from minipt.data.toy_words import toy_word_stream, word_tokenizer
 from minipt.inference.scoring import choose
@@ -115,7 +116,9 @@ for kind, mode, make in (("entailment", "classify", toy_tasks.entailment),
 # learning the tasks' skills as a by-product.
 #
 # Our multiple-choice task has exactly one ending the grammar allows, so a model that
-# knows the toy language perfectly scores 100 %; chance is 25 %.
+# knows the toy language perfectly scores 100 %; chance is 25 %. Pre-training runs 400
+# steps at the full budget (`MINIPT_LESSON_BUDGET`, see `lessons/README.md`), 250 at the
+# quick one; the numbers quoted below are the full run's.
 
 # %%
 stream, oracle = toy_word_stream(200_000, block_size=32, batch_size=16, seed=0)
@@ -132,8 +135,8 @@ cfg = GPTConfig.gpt1(vocab_size=tok.vocab_size, block_size=48, n_layer=2, n_head
 gpt = GPT(cfg, rng=np.random.default_rng(0))
 curve = [(0, zero_shot(gpt))]
 pretrain = train(gpt, stream.get_batch,
-                 TrainConfig(steps=400, lr=3e-3, min_lr=3e-4, warmup=40, eval_every=400, eval_batches=10,
-                             progress=False),
+                 TrainConfig(steps=(n := budget.pick(full=400, quick=250)), lr=3e-3, min_lr=3e-4, warmup=n // 10,
+                             eval_every=n, eval_batches=10, progress=False),
                  callback=lambda step, rec: curve.append((step, zero_shot(gpt))) if step % 50 == 0 else None)
 print(f"pre-training: validation {pretrain.val_loss:.3f} nats/word, the toy language's entropy {oracle:.3f} "
       f"({pretrain.seconds:.0f} s)")
@@ -147,17 +150,28 @@ ax.set_xlabel("pre-training step"); ax.set_ylabel("zero-shot accuracy"); ax.set_
 plt.show()
 
 # %%
-assert curve[0][1] < 0.5 and curve[-1][1] > 0.8, curve
+assert curve[0][1] < 0.5 and curve[-1][1] > budget.pick(full=0.8, quick=0.6), curve
+budget.stated("pre-training validation loss", pretrain.val_loss, "1.886")
+budget.stated("the toy language's entropy", oracle, "1.792")
+budget.stated("zero-shot accuracy before pre-training", curve[0][1], "0.25")
+budget.stated("zero-shot accuracy after pre-training", curve[-1][1], "0.94")
+
+# %% [markdown]
+# At the full budget pre-training ends at 1.886 nats/word against the language's
+# entropy of 1.792, and zero-shot multiple choice climbs from 0.25 (chance) to 0.94
+# without a single labelled example.
 
 # %% [markdown]
 # ## 4. Fine-tuning: pre-trained against scratch, with and without the auxiliary loss
 # Each run copies the pre-trained network (or builds a fresh one of the same shape),
-# adds the head, and trains everything for the same 120 steps of 8 examples with a small
-# learning rate, as the paper does (6.25e-5 there; our model is tiny). Sentiment is
+# adds the head, and trains everything for the same 120 steps of 8 examples (at both
+# budgets: fewer steps do not teach the new head) with a small learning rate, as the paper does (6.25e-5 there; our model
+# is tiny). Sentiment is
 # single-sentence classification; multiple choice softmaxes four scores.
 
 # %%
-FINETUNE = TrainConfig(steps=120, lr=1e-3, min_lr=1e-4, warmup=12, eval_every=0, weight_decay=0.01, progress=False)
+FINETUNE = TrainConfig(steps=120, lr=1e-3, min_lr=1e-4, warmup=12,
+                       eval_every=0, weight_decay=0.01, progress=False)
 tasks = {"classification": (toy_tasks.sentiment((400, 0, 200), seed=2), "classify"),
          "multiple_choice": (toy_tasks.multiple_choice((400, 0, 200), seed=2), "choice")}
 runs = [("pre-trained, lambda 0", True, 0.0), ("pre-trained, lambda 0.5", True, 0.5), ("scratch, lambda 0", False, 0.0)]
@@ -211,20 +225,28 @@ print(f"gradient into the body: task loss {task_norm:.3f}, 0.5 x LM loss {lm_nor
       f"(ratio {lm_norm / task_norm:.1f})")
 
 # %% [markdown]
-# The LM term's gradient is tens of times the task's. Adam divides each parameter's step
+# The LM term's gradient is 45 times the task's (full budget). Adam divides each parameter's step
 # by the running size of its gradient, so the body's steps are spent mostly on language
 # modelling of the new formats (`<s>`, `<$>`, `<e>`, and all four answers, wrong ones
 # included), and the task is learnt more slowly. The paper reports the same trade-off:
 # the auxiliary loss helped on its larger datasets (QQP, MNLI) and not on the smaller
-# ones. With more steps the gap narrows (at 200 steps we measured 0.74 against 0.86 on
-# multiple choice); try `steps=200` in `FINETUNE`.
+# ones. Does the gap narrow with more steps? Try `steps=200` in `FINETUNE`.
+#
+# At the full budget, multiple choice reaches 0.83 pre-trained with lambda 0, 0.28 with
+# lambda 0.5 and 0.48 from scratch; sentiment reaches 0.98 pre-trained and 1.00 from scratch.
 
 # %%
 mc, sent = results["multiple_choice"], results["classification"]
-assert mc["pre-trained, lambda 0"] > mc["scratch, lambda 0"] + 0.15, mc
-assert min(sent["pre-trained, lambda 0"], sent["scratch, lambda 0"]) > 0.9, sent
+assert mc["pre-trained, lambda 0"] > mc["scratch, lambda 0"] + budget.pick(full=0.15, quick=0.1), mc
+assert min(sent["pre-trained, lambda 0"], sent["scratch, lambda 0"]) > budget.pick(full=0.9, quick=0.8), sent
 assert mc["pre-trained, lambda 0.5"] < mc["pre-trained, lambda 0"], mc
-assert lm_norm > task_norm
+assert lm_norm > 3 * task_norm
+budget.stated("LM / task gradient ratio", lm_norm / task_norm, "45")
+budget.stated("multiple choice, pre-trained, lambda 0", mc["pre-trained, lambda 0"], "0.83")
+budget.stated("multiple choice, pre-trained, lambda 0.5", mc["pre-trained, lambda 0.5"], "0.28")
+budget.stated("multiple choice, scratch", mc["scratch, lambda 0"], "0.48")
+budget.stated("sentiment, pre-trained", sent["pre-trained, lambda 0"], "0.98")
+budget.stated("sentiment, scratch", sent["scratch, lambda 0"], "1.00")
 
 # %% [markdown]
 # ## What to take away

@@ -48,6 +48,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
+from minipt import lesson_budget as budget
 from minipt.data import toy_prompts as P
 from minipt.data.batching import TokenStream
 from minipt.data.toy_text_tasks import translate
@@ -88,13 +89,15 @@ print(f"\n{len(web_stream.splits['train']):,} training tokens; vocabulary {tok.v
 
 # %% [markdown]
 # ## 2. Pre-train a word-level GPT-2 on it
-# Two layers, d 64, the plain language-model loss on every token. Nothing tells the model
-# which lines are tasks.
+# Two layers, d 64, the plain language-model loss on every token, 1000 steps at the full
+# budget (`MINIPT_LESSON_BUDGET`, see `lessons/README.md`), 600 at the quick one; the
+# numbers quoted below are the full run's. Nothing tells the model which lines are tasks.
 
 # %%
 gpt2_cfg = GPTConfig.gpt2(vocab_size=tok.vocab_size, block_size=64, n_layer=2, n_head=4, d_model=64)
 gpt2 = GPT(gpt2_cfg, rng=np.random.default_rng(SEED))
-run = train(gpt2, web_stream.get_batch, TrainConfig(steps=1000, lr=6e-3, min_lr=6e-4, warmup=100, eval_every=250,
+run = train(gpt2, web_stream.get_batch, TrainConfig(steps=(n := budget.pick(full=1000, quick=600)), lr=6e-3,
+                                                   min_lr=6e-4, warmup=n // 10, eval_every=n // 4,
                                                    eval_batches=5, seed=SEED, progress=False))
 print(f"validation loss {run.val_loss:.3f} nats/token ({run.seconds:.0f} s)")
 
@@ -148,12 +151,28 @@ print(f"accuracy {qa_acc:.2f} (" + ", ".join(f"{wh} {np.mean(v):.2f}" for wh, v 
 # comes from: the untrained network does nothing of the kind, and a marker absent from
 # the web does not trigger translation. The web taught the task; the prompt selects it.
 # The question types are not learned equally fast: *who* is answered almost always,
-# *where* least reliably (between 0.3 and 0.9 over seeds 0-3).
+# *where* least reliably, and *where* is the type that moves most from seed to seed. At
+# the full budget: translation 0.92 of the words in place and 0.61 exact (untrained
+# 0.00, unseen marker 0.00); questions 0.97 (who 0.97, where 0.93; always the subject 0.33).
+# At the quick budget translation has begun and the questions may not have: it asserts
+# smaller margins.
 
 # %%
-assert zero_shot["trained, `=`"][1] > 0.6 and zero_shot["trained, `=`"][1] > zero_shot["untrained, `=`"][1] + 0.5
-assert zero_shot["trained, `=`"][1] > zero_shot["trained, `=>` (never seen)"][1] + 0.4
-assert qa_acc > blind + 0.25 and qa_acc > untrained_qa + 0.5
+margin = budget.pick(full=1.0, quick=0.5)             # the quick run asserts the same order, at half the margins
+assert zero_shot["trained, `=`"][1] > 0.6 * margin
+assert zero_shot["trained, `=`"][1] > zero_shot["untrained, `=`"][1] + 0.5 * margin
+assert zero_shot["trained, `=`"][1] > zero_shot["trained, `=>` (never seen)"][1] + 0.4 * margin
+assert qa_acc > blind + 0.25 * margin and qa_acc > untrained_qa + 0.5 * margin
+who, where = np.mean(qa_out["who"]), np.mean(qa_out["where"])
+for what, value, claim in (("words in place", zero_shot["trained, `=`"][1], "0.92"),
+                           ("exact translations", zero_shot["trained, `=`"][0], "0.61"),
+                           ("untrained, words in place", zero_shot["untrained, `=`"][1], "0.00"),
+                           ("unseen marker, words in place", zero_shot["trained, `=>` (never seen)"][1], "0.00"),
+                           ("question accuracy", qa_acc, "0.97"), ("who", who, "0.97"), ("where", where, "0.93"),
+                           ("always the subject", blind, "0.33")):
+    budget.stated(what, value, claim)
+if budget.is_full():
+    assert who > 0.9 and where == min(np.mean(v) for v in qa_out.values())
 
 # %% [markdown]
 # ## 5. GPT-3: a family of tasks, never named
@@ -175,22 +194,29 @@ icl_stream = TokenStream(tok.encode_array(P.join_documents(icl_docs)),
 print(icl_docs[0])
 prompts, answers = P.few_shot_prompts("last", icl_queries[:1], k=2, seed=0, exclude=icl_held_out, max_words=6)
 print(f"a two-shot prompt:\n{prompts[0]}   (answer: {answers[0]})")
+longest = max(len(tok.encode(p)) for task in P.TASKS
+              for p in P.few_shot_prompts(task, icl_queries, 8, seed=0, exclude=icl_held_out, max_words=6)[0])
+print(f"the longest eight-shot prompt of one draw: {longest} tokens")
+assert longest <= 81 <= 84
 
 # %% [markdown]
 # ## 6. Three sizes of GPT-3
 # `GPTConfig.gpt3`: layer 0 attends densely, layer 1 only to a causal band of the last
-# `block_size // 8` = 10 tokens, as GPT-3 alternates dense and locally banded sparse
+# `block_size // 8` = 10 tokens (84 // 8), as GPT-3 alternates dense and locally banded sparse
 # layers. The band covers the query line; the examples further back are reached through
 # the dense layer. The longest prompt (eight examples of at most 6 words, a query of at
-# most 7) is 81 tokens. Widths d 16, 48 and 96, the same data and 1000 steps each.
+# most 7) is at most 81 tokens, within the context of 84. Widths d 16, 48 and 96, the
+# same data and 1000 steps each (600 at the quick budget).
 
 # %%
 models = {}
 for d in (16, 48, 96):
     cfg = GPTConfig.gpt3(vocab_size=tok.vocab_size, block_size=84, n_layer=2, n_head=4, d_model=d)
     models[d] = GPT(cfg, rng=np.random.default_rng(SEED + d))
-    r = train(models[d], icl_stream.get_batch, TrainConfig(steps=1000, lr=6e-3, min_lr=6e-4, warmup=100,
-                                                         eval_every=1000, eval_batches=5, seed=SEED, progress=False))
+    r = train(models[d], icl_stream.get_batch, TrainConfig(steps=(n := budget.pick(full=1000, quick=600)), lr=6e-3,
+                                                         min_lr=6e-4, warmup=n // 10, eval_every=n, eval_batches=5,
+                                                         seed=SEED, progress=False))
+    assert cfg.sparse_window == 10
     print(f"d {d}: {models[d].num_parameters():,} parameters, sparse window {cfg.sparse_window}, "
           f"validation loss {r.val_loss:.3f} ({r.seconds:.0f} s)")
 
@@ -242,11 +268,11 @@ plt.tight_layout(); plt.show()
 # slower rise as more examples rule out the tasks that also fit the first one. Look at
 # **last** in the per-task rows: one example of a sentence that ends with its verb
 # cannot tell it from **verb**, and it gains the most from more examples. The rise after
-# K = 1 is small for the wider models (a few points, within the noise of 100 queries
-# for one model and seed) and clear for d 16, which needs the examples most. Width
+# K = 1 is small for the wider models (under ten points at the full budget, within the
+# noise of 100 queries for one model and seed) and clear for d 16, which needs the examples most. Width
 # helps in both ways: the wider models infer the task more often (choice) and copy the
 # answer out of the query far more often (greedy); d 16 never learns the **kind** task
-# in this budget. Only what held over seeds 0-3, with margins, is asserted.
+# in this budget (it stays below 0.4, where one kind in three is chance). Only what held over seeds 0-3, with margins, is asserted.
 
 # %%
 def over_k(d, metric, ks=KS[1:]):        # mean accuracy over K >= 1
@@ -259,10 +285,14 @@ print("choice, K=8 minus K=1: " + ", ".join(f"d {d} {rise[d]:+.2f} (last {rise_l
 print("over K >= 1, choice / greedy: " + ", ".join(f"d {d} {over_k(d, 'choice'):.2f} / {over_k(d, 'greedy'):.2f}"
                                                    for d in models))
 for d in models:
-    assert mean[d, 8]["choice"] > mean[d, 0]["choice"] + 0.4
-assert np.mean(list(rise.values())) > 0.02 and np.mean(list(rise_last.values())) > 0.1
-assert over_k(96, "choice") > over_k(16, "choice") + 0.08
-assert over_k(16, "greedy") + 0.03 < over_k(48, "greedy") and over_k(48, "greedy") + 0.03 < over_k(96, "greedy")
+    assert mean[d, 8]["choice"] > mean[d, 0]["choice"] + 0.4 * margin
+assert np.mean(list(rise.values())) > 0.02 * margin and np.mean(list(rise_last.values())) > 0.1 * margin
+assert over_k(96, "choice") > over_k(16, "choice") + 0.08 * margin
+assert over_k(16, "greedy") + 0.03 * margin < over_k(48, "greedy")
+assert over_k(48, "greedy") + 0.03 * margin < over_k(96, "greedy")
+if budget.is_full():
+    assert rise[16] > max(rise[48], rise[96]) and max(rise[48], rise[96]) < 0.1
+    assert max(results[16, k]["choice"]["kind"] for k in KS) < 0.4          # three kinds: chance is 1/3
 print(f"lesson time {time.perf_counter() - start:.0f} s")
 
 # %% [markdown]

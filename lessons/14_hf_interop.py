@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import minipt
+from minipt import lesson_budget as budget
 from minipt.data.hmm_language import toy_corpus
 from minipt.interop import from_pretrained, save_pretrained, their_named
 from minipt.interop.gpt2_layout import entries as gpt2_entries
@@ -65,6 +66,8 @@ index = tensor_index(FIXTURES / "gpt2")
 for name in sorted(index)[:8]:
     print(f"{name:40s} {index[name].dtype} {index[name].shape}")
 print(f"... {len(index)} tensors; lm_head.weight present: {'lm_head.weight' in index}")
+assert tuple(index["transformer.h.0.attn.c_attn.weight"].shape) == (32, 96) == (config["n_embd"], 3 * config["n_embd"])
+assert config["tie_word_embeddings"] and "lm_head.weight" not in index
 
 # %% [markdown]
 # Three things to notice, each a line of the mapping (`minipt/interop/gpt2_layout.py`):
@@ -130,6 +133,7 @@ D = 8
 x = np.zeros((1, 1, 1, D)); x[..., 1] = 1.0                            # (B, H, T, D): e_1
 y, _ = rope_forward(x, np.array([3]))                                  # position t = 3
 print("rotated e_1 at t=3:", np.round(y[0, 0, 0], 3), "-> channels 1 and", 1 + D // 2)
+assert np.flatnonzero(np.abs(y[0, 0, 0]) > 1e-12).tolist() == [1, 1 + D // 2]
 llama = compare("llama")
 
 # %% [markdown]
@@ -139,16 +143,20 @@ llama = compare("llama")
 #
 # ## 4. Continue training in minipt
 # The GPT-2 folder is now an ordinary minipt model. A few AdamW steps on the toy language
-# (27 characters, so the 64-token vocabulary has room) use minipt's own backward.
+# (27 characters, so the 64-token vocabulary has room) use minipt's own backward: 61
+# steps at the full budget (`MINIPT_LESSON_BUDGET`, see `lessons/README.md`), 21 at the
+# quick one.
 
 # %%
 train_text, _, oracle, _ = toy_corpus(20_000, seed=0)
 tok = CharTokenizer().fit(train_text)
+assert tok.vocab_size == 27 and gpt2.config.vocab_size == 64
 data = tok.encode_array(train_text)                                    # (N,)
 rng = np.random.default_rng(0)
 opt = AdamW(gpt2, lr=3e-3, weight_decay=0.0)
 T = gpt2.config.block_size
-for step in range(61):
+losses = []
+for step in range(budget.pick(full=61, quick=21)):
     starts = rng.integers(0, len(data) - T - 1, size=16)
     x = np.stack([data[s:s + T] for s in starts])                      # (B, T)
     y = np.stack([data[s + 1:s + T + 1] for s in starts])              # (B, T)
@@ -156,8 +164,10 @@ for step in range(61):
     loss, _ = gpt2(x, y)
     gpt2.backward()
     opt.step()
+    losses.append(float(loss))
     if step % 20 == 0:
         print(f"step {step:3d}  loss {float(loss):.3f} nats/char  (the language's entropy: {oracle:.3f})")
+assert losses[-1] < losses[0] - 1.0
 
 # %% [markdown]
 # ## 5. Export back, reload
@@ -197,6 +207,7 @@ bpe = load_gpt2_files(FIXTURES / "tokenizer")
 ref = json.loads((FIXTURES / "tokenizer_reference.json").read_text(encoding="utf-8"))
 for text, ids in list(zip(ref["texts"], ref["ids"]))[:3]:
     print(f"{text!r:50} {bpe.encode(text) == ids}  {[bpe.id_to_token(i) for i in ids][:6]}")
+assert all(bpe.encode(text) == ids for text, ids in zip(ref["texts"], ref["ids"]))
 
 # %% [markdown]
 # **Summary.** Interop is a table: each tensor of the other library is one minipt

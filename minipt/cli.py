@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("sample", help="continue a prompt with a trained model", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
     p.add_argument("--hf", default=None, metavar="FOLDER",
-                   help="sample from a Hugging Face transformers folder (GPT-2 or LLaMA layout) instead of a run")
+                   help="sample from a Hugging Face transformers folder (GPT-2, LLaMA or openai-gpt layout) instead of a run")
     p.add_argument("--prompt", default="the ", help="the text to continue (default: 'the ')")
     p.add_argument("--max-new-tokens", type=count, default=200, help="how many tokens to add")
     p.add_argument("--temperature", type=_number(float, 0), default=0.8, help="0 picks the most likely token")
