@@ -33,6 +33,8 @@ KERNELS: dict[str, str] = {
     "softmax_backward": "softmax:softmax_backward",
     "attention_softmax": "attention:attention_softmax",
     "attention_softmax_backward": "attention:attention_softmax_backward",
+    "lstm_pointwise_forward": "lstm:lstm_pointwise_forward",
+    "lstm_pointwise_backward": "lstm:lstm_pointwise_backward",
 }
 
 
