@@ -84,10 +84,14 @@ def test_highway_and_scalar_mix_gradcheck():
     assert res.passed, str(res)
 
 
-def test_char_cnn_gradcheck():
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_char_cnn_gradcheck(activation):
     r = np.random.default_rng(4)
     vocab = CharVocab("abcde", max_chars=7)
-    m = CharCNN(vocab.size, 3, ((1, 2), (2, 3), (3, 2)), n_highway=2, out_dim=4, rng=r, dtype=F64)
+    m = CharCNN(vocab.size, 3, ((1, 2), (2, 3), (3, 2)), n_highway=2, out_dim=4, rng=r, activation=activation,
+                dtype=F64)
+    for conv in m.convs:                                          # some pooled maxima below 0: relu's kink
+        conv.params["bias"][...] = r.standard_normal(conv.params["bias"].shape)
     chars = vocab.encode(["abc", "e", "dcbaed", "bad", "ab"]).reshape(1, 5, 7)
     res = check_module(m, chars)
     assert res.passed, str(res)
