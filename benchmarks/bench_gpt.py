@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import try_torch  # noqa: E402
 
-from minipt.models.gpt import GPT, GPTConfig  # noqa: E402
+from minipt.models.decoder.gpt import GPT, GPTConfig  # noqa: E402
 from minipt.optim import AdamW  # noqa: E402
 
 SIZES = {  # V, L, H, d, T, B

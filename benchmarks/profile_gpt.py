@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gpt import SIZES  # noqa: E402
 
-from minipt.models.gpt import GPT, GPTConfig  # noqa: E402
+from minipt.models.decoder.gpt import GPT, GPTConfig  # noqa: E402
 from minipt.optim import AdamW  # noqa: E402
 
 PARTS = (  # (part, substrings of "file:function"), first match wins

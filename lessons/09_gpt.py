@@ -24,7 +24,7 @@
 # two sources: the lookup at the bottom and the projection at the top. GPT-2 moved
 # LayerNorm to the input of each sub-block, added a final LayerNorm and scaled the
 # residual projections' initialisation by $1/\sqrt{2N}$. This lesson assembles both from
-# `minipt.models.gpt`, checks the whole model's gradient (tied weights included), trains
+# `minipt.models.decoder.gpt`, checks the whole model's gradient (tied weights included), trains
 # a small one on the toy language, samples from it and looks at its attention.
 #
 # Shapes: `B` batch, `T` time, `C` channels, `V` vocabulary, `H` heads.
@@ -36,8 +36,8 @@ import numpy as np
 from minipt import check_module
 from minipt.data.batching import TokenStream
 from minipt.data.hmm_language import toy_corpus
-from minipt.generate import SamplingConfig, generate
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.inference.decoding import SamplingConfig, generate
+from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.tokenizers.char import CharTokenizer
 from minipt.train import TrainConfig, train
 

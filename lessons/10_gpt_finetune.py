@@ -44,10 +44,10 @@ import numpy as np
 from minipt import check_module
 from minipt.data import toy_tasks
 from minipt.data.toy_words import toy_word_stream, word_tokenizer
-from minipt.models.gpt import GPT, GPTConfig
-from minipt.models.gpt1_finetune import GPT1Finetune, accuracy
-from minipt.models.gpt1_inputs import TaskBatches, make_batch, transform
-from minipt.prompting import choose
+from minipt.inference.scoring import choose
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt1_finetune import GPT1Finetune, split_accuracy
+from minipt.tasks.gpt1_inputs import TaskBatches, make_batch, transform
 from minipt.tokenizers.special import ENDOFTEXT
 from minipt.train import TrainConfig, train
 
@@ -169,7 +169,7 @@ for kind, (data, mode) in tasks.items():
         body = copy.deepcopy(gpt) if pretrained else GPT(cfg, rng=np.random.default_rng(5))
         model = GPT1Finetune(body, n_classes=2, mode=mode, lm_weight=lam, rng=np.random.default_rng(1))
         train(model, batches.get_batch, FINETUNE)
-        results.setdefault(kind, {})[name] = accuracy(model, batches, "test")
+        results.setdefault(kind, {})[name] = split_accuracy(model, batches, "test")
 print(f"fine-tuning: {time.perf_counter() - start:.0f} s")
 print(f"{'':<26}" + "".join(f"{k:>17}" for k in tasks))
 for name, _, _ in runs:

@@ -51,9 +51,9 @@ import numpy as np
 from minipt.data import toy_prompts as P
 from minipt.data.batching import TokenStream
 from minipt.data.toy_text_tasks import translate
-from minipt.in_context import accuracy, one_token_answers, word_accuracy
-from minipt.models.gpt import GPT, GPTConfig
-from minipt.prompting import greedy_answer
+from minipt.inference.scoring import greedy_answer, one_token_answers
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.tasks.metrics import accuracy, word_accuracy
 from minipt.tokenizers.special import ENDOFTEXT
 from minipt.train import TrainConfig, train
 
@@ -198,7 +198,7 @@ for d in (16, 48, 96):
 # ## 7. Accuracy against K, with no gradient step
 # For K = 0, 1, 2, 4, 8 and each task, 100 prompts: K examples on fresh sentences, then a
 # held-out query. Every answer is one token, so one forward per batch of prompts gives
-# both scores (`minipt.in_context`): **greedy**, the argmax over the whole vocabulary
+# both scores (`minipt.inference.scoring`): **greedy**, the argmax over the whole vocabulary
 # (exact match), and **choice**, the argmax over the answers some task of the family
 # could give (the query's words and the three kinds), as GPT-3 scores multiple-choice
 # tasks. Choice measures whether the model inferred the task; greedy also needs it to

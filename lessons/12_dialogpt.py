@@ -44,11 +44,16 @@ from minipt import check_module
 from minipt.data.toy_grammar import STATES, SUBJECT_STATES
 from minipt.data.toy_text_tasks import BLAND, dialogue
 from minipt.data.toy_words import PAD, word_tokenizer
-from minipt.models.dialogpt import distinct_n, mmi_rerank, sample_candidates
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.dialogpt import distinct_n, mmi_rerank, sample_candidates
+from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.objectives.common import IGNORE
-from minipt.objectives.dialogue import (DialogueBatches, backward_example, encode_session, forward_example,
-                                        pad_batch)
+from minipt.objectives.dialogue import (
+    DialogueBatches,
+    backward_example,
+    encode_session,
+    forward_example,
+    pad_batch,
+)
 from minipt.tokenizers.special import ENDOFTEXT
 from minipt.train import TrainConfig, train
 

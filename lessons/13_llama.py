@@ -23,7 +23,7 @@
 # and drops every bias and the weight tying of the output layer. This lesson derives the
 # three changes, checks the LLaMA-style model's gradient in float64, then trains GPT-2,
 # each change alone, and all of them on the toy language, **at equal parameter count**
-# (`minipt.models.llama` picks the feed-forward width that makes each model as big as
+# (`minipt.models.decoder.llama` picks the feed-forward width that makes each model as big as
 # GPT-2), and finally measures what "relative positions" buys.
 #
 # Shapes: `B` batch, `T` time, `C` channels, `V` vocabulary, `H` heads, `D` head size,
@@ -39,8 +39,13 @@ import numpy as np
 from minipt import check_module
 from minipt.data.batching import TokenStream
 from minipt.data.hmm_language import toy_corpus
-from minipt.models.gpt import GPT, GPTConfig
-from minipt.models.llama import count_parameters, llama_like, match_d_ff
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.llama import (
+    count_parameters,
+    llama_config,
+    llama_like,
+    match_d_ff,
+)
 from minipt.nn.feedforward import FeedForward
 from minipt.ops.norms import layer_norm_forward, rms_norm_forward
 from minipt.ops.positions import rope_forward
@@ -121,7 +126,7 @@ assert shift_diff < 1e-10
 
 # %% [markdown]
 # ## 4. A LLaMA-style config with GPT-2's parameter count
-# `GPTConfig.llama` switches all of it on. LLaMA removes the position table ($-TC$), the
+# `llama_config` switches all of it on. LLaMA removes the position table ($-TC$), the
 # biases and LayerNorm's biases, and adds an untied output layer ($+VC$); `llama_like`
 # keeps GPT-2's vocabulary, context, layers, heads and width and solves for the SwiGLU
 # width $F$ that restores GPT-2's total (`count_parameters` is the closed form of

@@ -1,5 +1,6 @@
-"""Command line: ``minipt train gpt``, ``minipt sample`` (from a run or, with ``--hf``, a
-Hugging Face transformers folder), ``minipt export``, ``minipt gradcheck``."""
+"""Command line: ``minipt train MODEL`` (any registered model), ``minipt models``,
+``minipt sample`` (from a run or, with ``--hf``, a Hugging Face transformers folder),
+``minipt export``, ``minipt gradcheck``."""
 from __future__ import annotations
 
 import argparse
@@ -34,32 +35,42 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .recipes import train_gpt
+    from .models import registry
 
-    report = train_gpt(args.preset, corpus=args.corpus, family=args.family, steps=args.steps,
-                       out_dir=args.out, seed=args.seed, resume=args.resume)
-    oracle = report["oracle_loss"]
-    print(f"\nvalidation loss {report['val_loss']:.4f} nats/char after {report['steps']} steps "
-          f"({report['seconds']:.0f}s)" + (f"; the toy language's own entropy is {oracle:.4f} "
-                                           f"(gap {report['val_loss'] - oracle:+.4f})" if oracle else ""))
-    print(f"sample: {report['sample']!r}")
-    print(f"checkpoint {report['checkpoint']}, plot {report['plot']}, report {args.out}/report.json")
-    if report["interrupted"]:
-        print(f"interrupted: continue with `minipt train gpt --out {args.out} --resume`")
+    entry = registry.get(args.model)
+    report = entry.recipe(entry, args.preset, corpus=args.corpus, steps=args.steps, out_dir=args.out,
+                          seed=args.seed, resume=args.resume, progress=True)
+    print()
+    for line in report["summary"]:
+        print(line)
+    print("wrote " + ", ".join(report["files"]))
+    if report.get("interrupted"):
+        print(f"interrupted: continue with `minipt train {entry.name} --preset {args.preset} --out {args.out} --resume`")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from .models import registry
+
+    for e in registry.entries():
+        print(f"{e.name:<14} {e.title} ({e.paper})")
+        print(f"{'':<14} file {e.file}; objective: {e.objective}; lesson {e.lesson or '-'}")
+        for name, p in e.presets.items():
+            print(f"{'':<14} preset {name}" + (f": {p.expected}" if p.expected else ""))
     return 0
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .generate import SamplingConfig, generate
+    from .inference.decoding import SamplingConfig, generate
 
     if args.hf is not None:
         from .interop.cli_commands import load_hf_for_sampling
         model, tok = load_hf_for_sampling(args.hf)
     else:
-        from .recipes import load_trained
-        model, tok, _ = load_trained(args.checkpoint)
+        from .recipes.char_lm import load_trained
+        model, tok = load_trained(args.checkpoint)
     if tok is None:                   # a transformers folder without tokenizer files: ids in, ids out
         try:
             prompt = np.array([int(t) for t in args.prompt.split()], dtype=np.int64)
@@ -83,22 +94,31 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import __version__
+    from .models import registry
+
+    fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(prog="minipt", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"minipt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("gradcheck", help="check every op's and module's backward against central differences")
+    p = sub.add_parser("models", help="list every model: paper, file, objective, lesson, presets")
+    p.set_defaults(func=cmd_models)
+    p = sub.add_parser("gradcheck", help="check every op's and module's backward against central differences", formatter_class=fmt)
     p.add_argument("--only", default="", help="run only cases whose name contains this text")
     p.set_defaults(func=cmd_gradcheck)
-    p = sub.add_parser("train", help="train a model (the main job: `minipt train gpt`)")
-    p.add_argument("model", choices=["gpt"], help="what to train")
-    p.add_argument("--preset", default="toy", help="toy (default) or shakespeare-char")
-    p.add_argument("--family", default=None, help="gpt1, gpt2 (default), gpt3 or llama")
+    trainable = registry.trainable()
+    listing = "; ".join(f"{e.name} ({e.title}: presets {', '.join(e.presets)})" for e in trainable)
+    p = sub.add_parser("train", help="train a model (the main job: `minipt train gpt`)", formatter_class=fmt,
+                       description=f"Models: {listing}.")
+    p.add_argument("model", choices=[e.name for e in trainable], help="what to train (`minipt models` lists them)")
+    p.add_argument("--preset", default="toy", help="the model's preset (see the list above)")
     p.add_argument("--corpus", default=None, help="train on this UTF-8 text file instead")
     p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     p.add_argument("--out", default="runs/gpt", help="folder for checkpoint, metrics, plot, report")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
     p.set_defaults(func=cmd_train)
-    p = sub.add_parser("sample", help="continue a prompt with a trained model")
+    p = sub.add_parser("sample", help="continue a prompt with a trained model", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run")
     p.add_argument("--hf", default=None, metavar="FOLDER",
                    help="sample from a Hugging Face transformers folder (GPT-2 or LLaMA layout) instead of a run")
@@ -109,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_sample)
-    p = sub.add_parser("export", help="write a trained model as a Hugging Face transformers folder")
+    p = sub.add_parser("export", help="write a trained model as a Hugging Face transformers folder", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
     p.add_argument("--to", required=True, metavar="FOLDER", help="the folder to write (config.json, model.safetensors)")
     p.add_argument("--overwrite", action="store_true", help="replace FOLDER if it exists and is not empty")

@@ -22,7 +22,8 @@ from typing import Callable
 import numpy as np
 
 from .core.checkpoint import load_checkpoint, save_checkpoint
-from .core.module import Module
+from .core.checks import check_positive_int
+from .core.module import Module, eval_mode
 from .optim import AdamW, clip_grad_norm
 from .optim.schedules import warmup_cosine
 
@@ -48,10 +49,8 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
-        if self.accum_steps < 1:
-            raise ValueError(f"accum_steps must be >= 1, got {self.accum_steps}")
+        check_positive_int("steps", self.steps)
+        check_positive_int("accum_steps", self.accum_steps)
         if not 0 <= self.warmup <= self.steps:
             raise ValueError(f"warmup must be in [0, steps={self.steps}], got {self.warmup}")
         if not self.lr > 0:
@@ -95,12 +94,8 @@ class _SigintFlag:
 def evaluate(model: Module, get_batch: GetBatch, n_batches: int, rng: np.random.Generator,
              split: str = "val") -> float:
     """Mean loss over ``n_batches`` batches of ``split``, in eval mode (no dropout)."""
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         losses = [float(model(*get_batch(split, rng))[0]) for _ in range(n_batches)]
-    finally:
-        model.train(was_training)
     return float(np.mean(losses))
 
 

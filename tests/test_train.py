@@ -8,7 +8,7 @@ import pytest
 
 from minipt.core.checkpoint import load_checkpoint
 from minipt.data.batching import TokenStream
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.train import TrainConfig, train
 
 CFG = dict(vocab_size=5, block_size=8, n_layer=1, n_head=2, d_model=16)

@@ -60,9 +60,9 @@ def check_ids(name: str, ids: np.ndarray, vocab_size: int) -> None:
         raise IndexError(f"{name}: token id {bad} is outside the vocabulary [0, {vocab_size})")
 
 
-def check_finite(name: str, value) -> None:
-    """Raise FloatingPointError when a loss (or any array) holds NaN or inf."""
-    arr = np.asarray(value)
-    if not np.all(np.isfinite(arr)):
-        raise FloatingPointError(f"{name} is not finite ({arr.ravel()[~np.isfinite(arr.ravel())][0]}): "
-                                 "lower the learning rate, clip gradients or check the inputs")
+def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
+    """``value`` as an int, or ValueError naming ``name`` unless it is a whole number
+    >= ``minimum`` (1 by default; 0 for counts that may be empty)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)

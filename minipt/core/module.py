@@ -12,6 +12,7 @@ array, so both uses add into one gradient. Names are deduplicated by identity.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Iterator
 
 import numpy as np
@@ -153,3 +154,15 @@ class Module:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.num_parameters():,} parameters)"
+
+
+@contextmanager
+def eval_mode(model: "Module"):
+    """``with eval_mode(model):`` runs the block with dropout (and every other
+    training-only behaviour) off, then restores the mode the model was in."""
+    was = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was)

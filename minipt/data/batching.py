@@ -10,6 +10,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..core.checks import check_positive_int
+
 
 class TokenStream:
     """Train and validation token streams with a ``get_batch(split, rng)`` for
@@ -22,8 +24,7 @@ class TokenStream:
             if len(arr) < block_size + 1:
                 raise ValueError(f"{name} stream has {len(arr)} tokens; a batch needs at least "
                                  f"block_size + 1 = {block_size + 1}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_positive_int("batch_size", batch_size)
         self.splits = {"train": train.astype(np.int64), "val": val.astype(np.int64)}
         self.block_size, self.batch_size = block_size, batch_size
 

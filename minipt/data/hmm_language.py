@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from .toy_grammar import END_WORD, START, STATES, TRANSITIONS
 
 
@@ -66,8 +67,7 @@ class HMMLanguage:
     def sample(self, n_words: int, rng: np.random.Generator) -> tuple[list[str], list[str]]:
         """(words, the state that emitted each word): a stream of ``n_words`` words,
         completed to the end of the current document."""
-        if n_words < 1:
-            raise ValueError(f"n_words must be >= 1, got {n_words}")
+        check_positive_int("n_words", n_words)
         end = self.vocab.index(END_WORD)
         words: list[str] = []
         states: list[str] = []

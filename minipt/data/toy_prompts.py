@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from ..tokenizers.special import ENDOFTEXT
 from ..tokenizers.word import WordTokenizer
 from .toy_grammar import END_WORD, NOUN_STATES
@@ -84,8 +85,7 @@ def heldout_sentences(n: int, seed: int, max_words: int | None = None,
                       keep: Callable[[list[str], list[str]], bool] | None = None) -> list[Sentence]:
     """``n`` distinct sentences (of at most ``max_words`` tokens, passing ``keep``): the
     queries to keep out of pre-training (``exclusion(...)`` of them is the ``exclude``)."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+    check_positive_int("n", n)
     rng = np.random.default_rng(seed)
     seen: dict[str, Sentence] = {}
     for _ in range(100):

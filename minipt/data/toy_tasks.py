@@ -30,7 +30,15 @@ from typing import Callable
 import numpy as np
 
 from .hmm_language import HMMLanguage
-from .toy_grammar import ADJECTIVE_STATES, NEGATIVE, NOUN_STATES, POSITIVE, SENSES, STATES, TAGS
+from .toy_grammar import (
+    ADJECTIVE_STATES,
+    NEGATIVE,
+    NOUN_STATES,
+    POSITIVE,
+    SENSES,
+    STATES,
+    TAGS,
+)
 
 Example = dict
 Sentence = tuple[list[str], list[str]]        # (words, states)

@@ -20,7 +20,16 @@ from functools import lru_cache
 import numpy as np
 
 from .toy_grammar import ADJECTIVE_STATES, SENSES, STATES, SUBJECT_STATES
-from .toy_tasks import DEFAULT_SIZES, Sentence, TaskData, make_splits, reduce, sentence, text, verb_index
+from .toy_tasks import (
+    DEFAULT_SIZES,
+    Sentence,
+    TaskData,
+    make_splits,
+    reduce,
+    sentence,
+    text,
+    verb_index,
+)
 
 
 @lru_cache(maxsize=1)

@@ -6,6 +6,12 @@
 minipt GPT. Tensors travel as safetensors through its NumPy API; nothing is unpickled.
 The name tables are ``gpt2_layout.py`` and ``llama_layout.py``.
 """
-from .pretrained import config_from_folder, from_pretrained, layout_for, save_pretrained, their_named
+from .pretrained import (
+    config_from_folder,
+    from_pretrained,
+    layout_for,
+    save_pretrained,
+    their_named,
+)
 
 __all__ = ["save_pretrained", "from_pretrained", "config_from_folder", "layout_for", "their_named"]

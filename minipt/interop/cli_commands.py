@@ -1,7 +1,7 @@
 """The work behind ``minipt export --checkpoint CKPT --to FOLDER`` and ``minipt sample --hf FOLDER``.
 
 - ``export_checkpoint``: the model and tokenizer of a ``minipt train gpt`` run
-  (``recipes.load_trained``) -> a transformers folder (``save_pretrained``). A byte-level
+  (``recipes.char_lm.load_trained``) -> a transformers folder (``save_pretrained``). A byte-level
   BPE tokenizer becomes GPT-2's ``vocab.json`` + ``merges.txt``; the character tokenizer
   of minipt's presets has no transformers form and is written as ``minipt_tokenizer.json``
   (see ``tokenizers/gpt2_files.py``), which the returned note says.
@@ -20,14 +20,14 @@ from .pretrained import MINIPT_TOKENIZER, from_pretrained, save_pretrained
 def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tuple[Path, str]:
     """Export a training run (its ``--out`` folder, or the ``checkpoint.npz`` inside it) to
     ``folder``; returns the folder and a one-line note on the tokenizer files."""
-    from ..recipes import load_trained
+    from ..recipes.char_lm import load_trained
 
     run = Path(checkpoint_path)
     if run.suffix == ".npz":                      # the checkpoint file itself: its run folder
         run = run.parent
-    model, tokenizer, family = load_trained(str(run))
+    model, tokenizer = load_trained(str(run))
     out = save_pretrained(model, folder, tokenizer=tokenizer, overwrite=overwrite)
-    arch = "LlamaForCausalLM" if family == "llama" or model.config.norm == "rms" else "GPT2LMHeadModel"
+    arch = "LlamaForCausalLM" if model.config.norm == "rms" else "GPT2LMHeadModel"
     if isinstance(tokenizer, ByteBPETokenizer):
         note = (f"{arch} with GPT-2 tokenizer files (vocab.json, merges.txt): "
                 f"AutoModelForCausalLM / AutoTokenizer.from_pretrained('{out}') load it")

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 
-from ..models.gpt import GPTConfig
+from ..models.decoder.gpt import GPTConfig
 from .hf_config import check_architectures, expect, get_bool, get_float, get_int
 from .layout import Entry
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core.checks import check_positive_int
+
 CONFIG = "config.json"
 
 
@@ -42,9 +44,7 @@ def get_int(config: dict, key: str, default: int | None = None) -> int:
     value = config.get(key, default)
     if value is None:
         raise ValueError(f"config.json: missing {key!r}")
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"config.json: {key} must be a positive integer, got {value!r}")
-    return value
+    return check_positive_int(f"config.json: {key}", value)
 
 
 def get_float(config: dict, key: str, default: float) -> float:

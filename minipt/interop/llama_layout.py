@@ -41,7 +41,8 @@ like minipt's, so nothing is transposed):
 """
 from __future__ import annotations
 
-from ..models.gpt import GPTConfig
+from ..models.decoder.gpt import GPTConfig
+from ..models.decoder.llama import llama_config
 from .hf_config import check_architectures, expect, get_bool, get_float, get_int
 from .layout import Entry
 
@@ -108,7 +109,7 @@ def _rope(hf: dict) -> None:
 
 
 def config_from_hf(hf: dict) -> GPTConfig:
-    """A ``LlamaConfig`` dictionary -> ``GPTConfig.llama(...)``; unsupported options raise."""
+    """A ``LlamaConfig`` dictionary -> ``llama_config(...)``; unsupported options raise."""
     check_architectures(hf, ACCEPTED)
     C, H = get_int(hf, "hidden_size", 4096), get_int(hf, "num_attention_heads", 32)
     kv = get_int(hf, "num_key_value_heads", H)
@@ -128,7 +129,7 @@ def config_from_hf(hf: dict) -> GPTConfig:
     if get_bool(hf, "mlp_bias", False) != bias:
         raise ValueError(f"config.json: attention_bias = {bias} with mlp_bias = {hf.get('mlp_bias')} is not "
                          "supported: minipt has biases on every projection or on none")
-    return GPTConfig.llama(
+    return llama_config(
         vocab_size=get_int(hf, "vocab_size", 32000), block_size=get_int(hf, "max_position_embeddings", 2048),
         n_layer=get_int(hf, "num_hidden_layers", 32), n_head=H, d_model=C,
         d_ff=get_int(hf, "intermediate_size", 11008), eps=get_float(hf, "rms_norm_eps", 1e-6), bias=bias,

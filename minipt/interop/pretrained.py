@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.gpt import GPT, GPTConfig
+from ..models.decoder.gpt import GPT, GPTConfig
 from . import gpt2_layout, llama_layout
 from .hf_config import read_config, write_config
 from .layout import from_theirs, their_shapes, to_theirs
@@ -55,7 +55,7 @@ def layout_for(config: GPTConfig):
             return layout
     why = "; ".join(problems.values())
     raise ValueError(f"cannot export this model to transformers: {why}. Exportable are GPT-2-style configs "
-                     "(GPTConfig.gpt2) and LLaMA-style configs (GPTConfig.llama)")
+                     "(GPTConfig.gpt2) and LLaMA-style configs (llama_config)")
 
 
 def their_named(model: GPT, which: str = "params") -> dict[str, np.ndarray]:

@@ -49,6 +49,7 @@ class ModelEntry:
     recipe: Callable[..., dict] | None = None   # recipe(entry, preset_name, **options) -> report
     gradchecks: tuple[GradcheckCase, ...] = ()  # cases beyond the whole-model check of ``tiny``
     language_model: bool = True            # False for task heads (no log_prob over a stream)
+    has_backward: bool = True              # False where parameters are counted (the n-gram)
     module: str = ""                       # filled in by ``register``: the file that holds it
 
     @property
@@ -59,8 +60,7 @@ class ModelEntry:
         """The whole-model check (loss to every parameter, tied weights included) on
         ``tiny``, then the entry's own cases. None for a model without backward."""
         cases = []
-        model, batch = self.tiny()
-        if model.has_backward:
+        if self.has_backward:
             from ..core.gradcheck import check_module
 
             def whole():

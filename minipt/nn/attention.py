@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.checks import check_float, check_last_dim, check_ndim
+from ..core.checks import check_float, check_last_dim, check_ndim, check_positive_int
 from ..core.module import Module
 from ..ops.attention import attention_backward, attention_forward
 from ..ops.positions import rope_backward, rope_forward
 from .kv_cache import LayerCache
 from .linear import Linear
 
+
 class MultiHeadAttention(Module):
     def __init__(self, d_model: int, n_heads: int, *, rng: np.random.Generator, bias: bool = True,
                  dropout: float = 0.0, cross: bool = False, rope: bool = False, std: float = 0.02,
                  out_std: float | None = None, dtype=np.float32):
         super().__init__()
-        if int(n_heads) != n_heads or n_heads < 1:
-            raise ValueError(f"n_heads must be a positive integer, got {n_heads}")
+        check_positive_int("n_heads", n_heads)
         if d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
         if not 0.0 <= dropout < 1.0:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from ..core.module import Module
 from .attention import MultiHeadAttention
 from .dropout import Dropout
@@ -42,8 +43,7 @@ class TransformerBlock(Module):
                  attn_dropout: float | None = None, cross_attention: bool = False, rope: bool = False,
                  eps: float = 1e-5, out_std: float | None = None, dtype=np.float32):
         super().__init__()
-        if int(d_ff) != d_ff or d_ff < 1:
-            raise ValueError(f"d_ff must be a positive integer, got {d_ff}")
+        check_positive_int("d_ff", d_ff)
         self.d_model, self.prenorm, self.has_cross = d_model, prenorm, cross_attention
         attn_dropout = dropout if attn_dropout is None else attn_dropout
         sub = lambda: np.random.default_rng(rng.integers(2**63)) if dropout else None

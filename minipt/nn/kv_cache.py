@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.checks import check_positive_int
+
 
 class LayerCache:
     """One layer's slot: self-attention k, v (appending) and cross-attention k, v (once)."""
@@ -89,8 +91,7 @@ class KVCache:
     """
 
     def __init__(self, n_layers: int, max_length: int | None = None):
-        if int(n_layers) != n_layers or n_layers < 1:
-            raise ValueError(f"KVCache: n_layers must be a positive integer, got {n_layers}")
+        check_positive_int("KVCache: n_layers", n_layers)
         if max_length is not None and max_length < 1:
             raise ValueError(f"KVCache: max_length must be >= 1, got {max_length}")
         self.max_length = max_length

@@ -5,7 +5,12 @@ import numpy as np
 
 from ..core import init
 from ..core.module import Module
-from ..ops.norms import layer_norm_backward, layer_norm_forward, rms_norm_backward, rms_norm_forward
+from ..ops.norms import (
+    layer_norm_backward,
+    layer_norm_forward,
+    rms_norm_backward,
+    rms_norm_forward,
+)
 
 
 class LayerNorm(Module):

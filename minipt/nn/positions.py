@@ -19,7 +19,12 @@ import numpy as np
 from ..core import init
 from ..core.checks import check_float
 from ..core.module import Module
-from ..ops.positions import check_positions, sinusoidal_table, t5_bias_backward, t5_bias_forward
+from ..ops.positions import (
+    check_positions,
+    sinusoidal_table,
+    t5_bias_backward,
+    t5_bias_forward,
+)
 from .embedding import Embedding
 
 

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from ..core.module import Module
 from .block import TransformerBlock, make_norm
 
@@ -40,8 +41,7 @@ class TransformerStack(Module):
     def __init__(self, n_layers: int, *, share: bool = False, final_norm: bool = False,
                  layer_masks: LayerMasks = None, **block_kwargs):
         super().__init__()
-        if int(n_layers) != n_layers or n_layers < 1:
-            raise ValueError(f"n_layers must be a positive integer, got {n_layers}")
+        check_positive_int("n_layers", n_layers)
         if "d_model" not in block_kwargs:
             raise TypeError("TransformerStack needs the block arguments d_model, n_heads, d_ff and rng")
         self._check_layer_masks(layer_masks, n_layers)

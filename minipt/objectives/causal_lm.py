@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from .common import check_ids_array
 
 
@@ -13,8 +14,7 @@ def pack_documents(docs: list, eot_id: int, block_size: int) -> tuple[np.ndarray
     ``eot_id``; the stream's tail that does not fill a row is dropped."""
     if not docs:
         raise ValueError("pack_documents: no documents")
-    if block_size < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    check_positive_int("block_size", block_size)
     stream = np.concatenate([np.append(check_ids_array("document", d, 1), eot_id) for d in docs])
     n = (len(stream) - 1) // block_size
     if n == 0:

@@ -28,6 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from ..tokenizers.special import ENDOFTEXT
 from .common import IGNORE
 
@@ -168,8 +169,7 @@ class DialogueBatches:
 
     def __init__(self, train: Sequence[tuple[np.ndarray, np.ndarray]],
                  val: Sequence[tuple[np.ndarray, np.ndarray]], batch_size: int, pad_id: int):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_positive_int("batch_size", batch_size)
         for name, split in (("train", train), ("val", val)):
             if len(split) == 0:
                 raise ValueError(f"the {name} split has no examples")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from .common import IGNORE, check_ids_array, check_probability
 
 
@@ -48,8 +49,7 @@ def mask_tokens(ids, rng: np.random.Generator, *, mask_id: int, vocab_size: int,
 
 def static_masks(ids, rng: np.random.Generator, dup_factor: int = 10, **kw) -> list[tuple[np.ndarray, np.ndarray]]:
     """BERT's static masking: ``dup_factor`` differently masked copies, made once."""
-    if dup_factor < 1:
-        raise ValueError(f"dup_factor must be >= 1, got {dup_factor}")
+    check_positive_int("dup_factor", dup_factor)
     return [mask_tokens(ids, rng, **kw) for _ in range(dup_factor)]
 
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from .common import IGNORE, check_ids_array
 
 
 def permutation_lm(ids, rng: np.random.Generator, K: int = 6):
     """ids (T,) -> dict(order, content_mask, query_mask, targets) for XLNet."""
     ids = check_ids_array("ids", ids, 1)
-    if K < 1:
-        raise ValueError(f"K must be >= 1, got {K}")
+    check_positive_int("K", K)
     T = len(ids)
     order = rng.permutation(T)                           # z: order[r] is the r-th predicted position
     rank = np.empty(T, dtype=np.int64)
@@ -56,7 +56,7 @@ def glm_blank_infilling(ids, rng: np.random.Generator, *, mask_id: int, start_id
     if not spans:
         raise ValueError(f"could not place a blank in {T} tokens")
     spans.sort()
-    part_a, pos_a, mask_pos = [], [], {}
+    part_a, mask_pos = [], {}
     i = 0
     while i < T:
         hit = next((s for s in spans if s[0] == i), None)

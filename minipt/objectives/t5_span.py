@@ -24,7 +24,7 @@ def random_spans_noise_mask(length: int, rng: np.random.Generator, noise_density
                             mean_span: float = 3.0) -> np.ndarray:
     """Boolean (length,) mask, True on noise; spans alternate non-noise, noise, ..."""
     check_probability("noise_density", noise_density)
-    if mean_span < 1:
+    if not mean_span >= 1:
         raise ValueError(f"mean_span must be >= 1, got {mean_span}")
     if length < 2:
         raise ValueError(f"span corruption needs at least 2 tokens, got {length}")

@@ -8,17 +8,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
-from typing import Callable
 
-from ..core.gradcheck import GradcheckResult
-
-
-@dataclass
-class Case:
-    name: str                              # what is checked, e.g. "layer_norm"
-    shapes: str                            # e.g. "x (2, 3, 8)"
-    run: Callable[[], GradcheckResult]     # builds float64 inputs and checks them
+from ..models.registry import (
+    GradcheckCase as Case,  # name, shapes, run() -> GradcheckResult
+)
 
 
 def all_cases() -> list[Case]:

@@ -5,7 +5,12 @@ import numpy as np
 from ..core.gradcheck import check_op
 from ..nn import masks
 from ..ops.attention import attention_backward, attention_forward
-from ..ops.positions import rope_backward, rope_forward, t5_bias_backward, t5_bias_forward
+from ..ops.positions import (
+    rope_backward,
+    rope_forward,
+    t5_bias_backward,
+    t5_bias_forward,
+)
 from . import Case
 
 B, H, T, S, D = 2, 2, 4, 4, 3

@@ -2,7 +2,17 @@
 import numpy as np
 
 from ..core.gradcheck import check_module
-from ..nn import GELU, Dropout, Embedding, FeedForward, LayerNorm, Linear, RMSNorm, Sequential, Tanh
+from ..nn import (
+    GELU,
+    Dropout,
+    Embedding,
+    FeedForward,
+    LayerNorm,
+    Linear,
+    RMSNorm,
+    Sequential,
+    Tanh,
+)
 from . import Case
 
 

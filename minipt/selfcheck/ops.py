@@ -6,8 +6,18 @@ from ..ops import activations as A
 from ..ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..ops.dropout import dropout_backward, dropout_forward
 from ..ops.embedding import embedding_backward, embedding_forward
-from ..ops.norms import layer_norm_backward, layer_norm_forward, rms_norm_backward, rms_norm_forward
-from ..ops.softmax import log_softmax_backward, log_softmax_forward, softmax_backward, softmax_forward
+from ..ops.norms import (
+    layer_norm_backward,
+    layer_norm_forward,
+    rms_norm_backward,
+    rms_norm_forward,
+)
+from ..ops.softmax import (
+    log_softmax_backward,
+    log_softmax_forward,
+    softmax_backward,
+    softmax_forward,
+)
 from . import Case
 
 

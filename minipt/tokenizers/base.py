@@ -217,8 +217,3 @@ def check_training_text(text) -> str:
         raise ValueError("fit: the training text is empty; expected at least one character")
     return text
 
-
-def check_positive_int(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: expected an int >= {minimum}, got {value!r}")
-    return int(value)

@@ -37,7 +37,8 @@ import re
 from collections import Counter
 from typing import Callable, Iterable, Mapping
 
-from .base import Tokenizer, check_positive_int
+from ..core.checks import check_positive_int
+from .base import Tokenizer
 from .special import check_special_token
 
 END_OF_WORD = "</w>"

@@ -16,7 +16,8 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from .base import Tokenizer, check_positive_int
+from ..core.checks import check_positive_int
+from .base import Tokenizer
 from .special import check_special_token
 
 WORD_SPLIT = re.compile(r"\w+|[^\w\s]")

@@ -35,7 +35,8 @@ import unicodedata
 from collections import Counter
 from typing import Iterable
 
-from .base import Tokenizer, check_positive_int
+from ..core.checks import check_positive_int
+from .base import Tokenizer
 from .bpe import PairStats
 from .special import BERT_SPECIALS, UNK, check_special_token
 

@@ -10,7 +10,8 @@ import pytest
 
 from minipt.interop import from_pretrained, pretrained, save_pretrained
 from minipt.interop.safetensors_io import read_file, write_tensors
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.llama import llama_config  # noqa: E402
 from minipt.tokenizers import ByteBPETokenizer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -86,7 +87,7 @@ def test_tied_config_with_a_different_head(tmp_path):
     ("gpt2", dict(add_cross_attention=True), "add_cross_attention"),
     ("gpt2", dict(attn_pdrop=0.1), "dropout rates"),
     ("gpt2", dict(n_embd=30), "divisible"),
-    ("gpt2", dict(n_layer=0), "n_layer must be a positive integer"),
+    ("gpt2", dict(n_layer=0), "n_layer must be an integer >= 1"),
     ("llama", dict(num_key_value_heads=2), "grouped-query attention"),
     ("llama", dict(rope_scaling={"rope_type": "linear", "factor": 2.0}), "rope_scaling"),
     ("llama", dict(rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0}), "rope_parameters"),
@@ -166,7 +167,7 @@ def test_shard_index_cannot_point_outside(tmp_path):
     (GPTConfig.gpt2(**SMALL, activation="relu"), "activation='relu'"),
     (GPTConfig.gpt2(**SMALL, bias=False), "bias=False"),
     (GPTConfig.gpt2(**SMALL, final_norm=False), "final_norm=False"),
-    (GPTConfig.llama(**SMALL, positions="learned"), "positions='learned'"),
+    (llama_config(**SMALL, positions="learned"), "positions='learned'"),
 ])
 def test_unexportable_models_write_nothing(config, why, tmp_path):
     model = GPT(config, rng=np.random.default_rng(0))

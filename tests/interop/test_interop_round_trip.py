@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from minipt.core.checkpoint import save_checkpoint
-from minipt.generate import SamplingConfig, generate
+from minipt.inference.decoding import SamplingConfig, generate
 from minipt.interop import from_pretrained, save_pretrained, their_named
 from minipt.interop.cli_commands import export_checkpoint, load_hf_for_sampling
 from minipt.interop.safetensors_io import read_file, write_tensors
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.llama import llama_config  # noqa: E402
 from minipt.tokenizers import ByteBPETokenizer, CharTokenizer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -19,9 +20,9 @@ SMALL = dict(vocab_size=40, block_size=12, n_layer=2, n_head=2, d_model=16)
 CONFIGS = {
     "gpt2-tied": GPTConfig.gpt2(**SMALL),
     "gpt2-untied": GPTConfig.gpt2(**SMALL, tie_embeddings=False),
-    "llama": GPTConfig.llama(**SMALL, d_ff=24),
-    "llama-tied": GPTConfig.llama(**SMALL, tie_embeddings=True),
-    "llama-bias": GPTConfig.llama(**SMALL, bias=True),
+    "llama": llama_config(**SMALL, d_ff=24),
+    "llama-tied": llama_config(**SMALL, tie_embeddings=True),
+    "llama-bias": llama_config(**SMALL, bias=True),
 }
 
 
@@ -134,7 +135,7 @@ def test_float16_widens_and_dtype_is_chosen(tmp_path):
 def _run_folder(tmp_path: Path, model: GPT, tokenizer, family: str) -> Path:
     run = tmp_path / "run"
     run.mkdir()
-    save_checkpoint(run / "checkpoint.npz", model, config={"family": family, **model.config.to_dict()})
+    save_checkpoint(run / "checkpoint.npz", model, config={**model.spec(), "model": family})
     tokenizer.save(run / "tokenizer.json")
     return run
 
@@ -143,7 +144,7 @@ def test_export_char_level_run_and_sample(tmp_path):
     text = "the cat sat on the mat. "
     tok = CharTokenizer().fit(text)
     model = random_model(GPTConfig.gpt2(**{**SMALL, "vocab_size": tok.vocab_size}), np.float32)
-    run = _run_folder(tmp_path, model, tok, "gpt2")
+    run = _run_folder(tmp_path, model, tok, "gpt")
     out, note = export_checkpoint(run / "checkpoint.npz", tmp_path / "hf")
     assert "minipt_tokenizer.json" in note and (out / "minipt_tokenizer.json").is_file()
     assert not (out / "vocab.json").exists()
@@ -156,7 +157,7 @@ def test_export_char_level_run_and_sample(tmp_path):
 
 def test_export_byte_bpe_llama_run(tmp_path):
     tok = ByteBPETokenizer().fit("你好 world, hello world " * 4, 10)
-    model = random_model(GPTConfig.llama(**{**SMALL, "vocab_size": tok.vocab_size}), np.float32)
+    model = random_model(llama_config(**{**SMALL, "vocab_size": tok.vocab_size}), np.float32)
     out, note = export_checkpoint(_run_folder(tmp_path, model, tok, "llama"), tmp_path / "hf")
     assert "LlamaForCausalLM" in note and (out / "vocab.json").is_file() and (out / "merges.txt").is_file()
     config = json.loads((out / "config.json").read_text())

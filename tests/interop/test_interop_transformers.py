@@ -14,17 +14,18 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from minipt.generate import SamplingConfig, generate  # noqa: E402
+from minipt.inference.decoding import SamplingConfig, generate  # noqa: E402
 from minipt.interop import save_pretrained  # noqa: E402
-from minipt.models.gpt import GPT, GPTConfig  # noqa: E402
+from minipt.models.decoder.gpt import GPT, GPTConfig  # noqa: E402
+from minipt.models.decoder.llama import llama_config  # noqa: E402
 
 SMALL = dict(vocab_size=50, block_size=16, n_layer=2, n_head=4, d_model=32)
 CASES = {   # name: (config, dtype, architecture, logits tolerance)
     "gpt2-tied": (GPTConfig.gpt2(**SMALL, eps=2e-5), np.float64, "GPT2LMHeadModel", 1e-9),
     "gpt2-untied": (GPTConfig.gpt2(**SMALL, d_ff=48, tie_embeddings=False), np.float64, "GPT2LMHeadModel", 1e-9),
     "gpt2-float32": (GPTConfig.gpt2(**SMALL), np.float32, "GPT2LMHeadModel", 1e-5),
-    "llama": (GPTConfig.llama(**SMALL, d_ff=40), np.float64, "LlamaForCausalLM", 1e-5),
-    "llama-tied-bias": (GPTConfig.llama(**SMALL, tie_embeddings=True, bias=True), np.float64, "LlamaForCausalLM", 1e-5),
+    "llama": (llama_config(**SMALL, d_ff=40), np.float64, "LlamaForCausalLM", 1e-5),
+    "llama-tied-bias": (llama_config(**SMALL, tie_embeddings=True, bias=True), np.float64, "LlamaForCausalLM", 1e-5),
 }
 
 

@@ -131,7 +131,7 @@ def test_bad_input_names_the_problem():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="norm must be 'layer' or 'rms', got 'batch'"):
         TransformerBlock(C, H, F, rng=rng, norm="batch")
-    with pytest.raises(ValueError, match="d_ff must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="d_ff must be an integer >= 1, got 0"):
         TransformerBlock(C, H, 0, rng=rng)
     with pytest.raises(ValueError, match="unknown activation 'swish'"):
         TransformerBlock(C, H, F, rng=rng, activation="swish")

@@ -117,7 +117,7 @@ def test_max_length_and_shape_errors():
         c.append(np.zeros((1, H + 1, 1, 4)), np.zeros((1, H + 1, 1, 4)))
     with pytest.raises(ValueError, match="must both be"):
         c.append(np.zeros((1, H, 1, 4)), np.zeros((1, H, 1, 3)))
-    with pytest.raises(ValueError, match="n_layers must be a positive integer"):
+    with pytest.raises(ValueError, match="n_layers must be an integer >= 1"):
         KVCache(0)
 
 

@@ -128,7 +128,7 @@ def test_block_kwargs_reach_every_block():
 
 def test_bad_input_names_the_problem():
     kw = dict(d_model=C, n_heads=H, d_ff=F, rng=np.random.default_rng(0))
-    with pytest.raises(ValueError, match="n_layers must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="n_layers must be an integer >= 1, got 0"):
         TransformerStack(0, **kw)
     with pytest.raises(ValueError, match="layer_masks has 1 entries for 2 layers"):
         TransformerStack(2, layer_masks=[None], **kw)

@@ -6,8 +6,16 @@ import pytest
 from minipt.data.toy_text_tasks import dialogue
 from minipt.data.toy_words import word_tokenizer
 from minipt.objectives.common import IGNORE
-from minipt.objectives.dialogue import (DialogueBatches, backward_example, context_ids, dialogue_examples,
-                                        encode_session, forward_example, pad_batch, session_pairs)
+from minipt.objectives.dialogue import (
+    DialogueBatches,
+    backward_example,
+    context_ids,
+    dialogue_examples,
+    encode_session,
+    forward_example,
+    pad_batch,
+    session_pairs,
+)
 from minipt.tokenizers.special import ENDOFTEXT
 
 EOT = 1
@@ -122,7 +130,7 @@ def test_bad_input():
         forward_example([], R, EOT)
     with pytest.raises(ValueError, match="direction must be"):
         dialogue_examples([["a .", "b ."]], tok, "sideways")
-    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
         DialogueBatches([forward_example([H1], R, EOT)], [forward_example([H1], R, EOT)], 0, 0)
     with pytest.raises(ValueError, match="the val split has no examples"):
         DialogueBatches([forward_example([H1], R, EOT)], [], 2, 0)

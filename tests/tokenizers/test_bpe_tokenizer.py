@@ -118,9 +118,9 @@ def test_unknown_characters():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="num_merges: expected an int >= 0, got -1"):
+    with pytest.raises(ValueError, match="num_merges must be an integer >= 0, got -1"):
         BPETokenizer().fit("a b", -1)
-    with pytest.raises(ValueError, match="min_pair_count: expected an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="min_pair_count must be an integer >= 1, got 0"):
         learn_merges(SENNRICH, 3, min_pair_count=0)
     with pytest.raises(ValueError, match="no words"):
         learn_merges({}, 3)

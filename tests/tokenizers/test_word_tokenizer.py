@@ -30,7 +30,7 @@ def test_lowercase_and_round_trip_of_known_words():
 
 
 def test_bad_hyper_parameters():
-    with pytest.raises(ValueError, match="min_count: expected an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="min_count must be an integer >= 1, got 0"):
         WordTokenizer(min_count=0)
     with pytest.raises(ValueError, match="max_size: expected more than the 1 special"):
         WordTokenizer(max_size=1).fit("a b")

@@ -73,7 +73,7 @@ def test_trained_tokenizer_covers_its_training_words():
 def test_bad_arguments():
     with pytest.raises(ValueError, match=r"vocab_size: expected at least 12 \(5 specials \+ 7 characters\), got 10"):
         WordPieceTokenizer().fit("hug pug pun bun hugs", vocab_size=10)
-    with pytest.raises(ValueError, match="vocab_size: expected an int >= 1"):
+    with pytest.raises(ValueError, match="vocab_size must be an integer >= 1"):
         WordPieceTokenizer().fit("hug", vocab_size=0)
     with pytest.raises(ValueError, match="max_input_chars_per_word"):
         WordPieceTokenizer(max_input_chars_per_word=0)

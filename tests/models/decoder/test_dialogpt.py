@@ -1,16 +1,22 @@
-"""DialoGPT decoding (minipt.models.dialogpt): candidates sampled until the separator,
+"""DialoGPT decoding (minipt.models.decoder.dialogpt): candidates sampled until the separator,
 MMI re-ranking by the backward model's score, distinct-n, and the whole GPT's gradient
 under the response-only loss mask."""
 import warnings
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from minipt import check_module
-from minipt.models.dialogpt import (backward_scores, distinct_n, forward_scores, mmi_rerank, sample_candidates,
-                                    target_log_probs)
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.dialogpt import (
+    backward_scores,
+    distinct_n,
+    forward_scores,
+    mmi_rerank,
+    sample_candidates,
+    target_log_probs,
+)
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.nn.kv_cache import KVCache
 from minipt.objectives.common import IGNORE
 from minipt.objectives.dialogue import backward_example, forward_example, pad_batch
 
@@ -23,8 +29,11 @@ class BigramLM:
 
     def __init__(self, table: np.ndarray, block_size: int = 32):
         self.log_table = np.log(table / table.sum(axis=1, keepdims=True))   # (V, V) rows sum to 1
-        self.config = SimpleNamespace(block_size=block_size, n_layer=1)
+        self.block_size = block_size
         self.training = True
+
+    def new_cache(self):
+        return KVCache(1)
 
     def eval(self):
         self.training = False
@@ -166,7 +175,7 @@ def test_bad_input():
     lm = BigramLM(np.ones((V, V)))
     rng = np.random.default_rng(0)
     for k in (0, -1, 1.5, True):
-        with pytest.raises(ValueError, match="k \\(the number of candidates\\) must be an int >= 1"):
+        with pytest.raises(ValueError, match="k \\(the number of candidates\\) must be an integer >= 1"):
             sample_candidates(lm, [np.array([3])], k, eot_id=EOT, rng=rng)
     with pytest.raises(TypeError, match="list of turns"):
         sample_candidates(lm, np.array([3, 4]), 2, eot_id=EOT, rng=rng)

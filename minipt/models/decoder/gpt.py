@@ -9,11 +9,27 @@
   0.02 / sqrt(2 N).
 - GPT-3 (Brown et al. 2020): GPT-2 with layers alternating dense and locally banded
   sparse attention (here: a causal band of ``window`` tokens on odd layers).
-- LLaMA (Touvron et al. 2023): pre-RMSNorm, SwiGLU feed-forward, rotary positions,
-  no biases, untied output layer.
+- LLaMA-style models (``llama.py``) are the same class with another config.
 
-Every model answers the LM interface: ``loss, logits = model(idx, targets)``,
-``model.backward(dloss=1.0)``.
+Every model meets the protocol of ``models/protocol.py``: ``loss, logits =
+model(idx, targets)``, ``model.backward(dloss=1.0)``, ``block_size``, ``new_cache()``,
+``log_prob``, ``spec()``. The entries ``gpt1``, ``gpt`` (GPT-2) and ``gpt3`` are
+registered at the bottom of this file.
+
+Parameters (V vocab, T block_size, C d_model, F d_ff, L n_layer; ``h.blocks.i``):
+
+| name | shape | note |
+|---|---|---|
+| wte.weight | (V, C) | token embedding W_e; also the output layer when tied |
+| wpe.weight | (T, C) | learned positions W_p |
+| h.blocks.i.ln_1.weight, .bias | (C,) | before attention (pre-LN) or after it (GPT-1) |
+| h.blocks.i.attn.c_attn.weight, .bias | (3C, C), (3C,) | fused q, k, v |
+| h.blocks.i.attn.c_proj.weight, .bias | (C, C), (C,) | output projection |
+| h.blocks.i.ln_2.weight, .bias | (C,) | around the MLP |
+| h.blocks.i.mlp.c_fc.weight, .bias | (F, C), (F,) | |
+| h.blocks.i.mlp.c_proj.weight, .bias | (C, F), (C,) | |
+| h.ln_f.weight, .bias | (C,) | GPT-2/3 only |
+| lm_head.weight | (V, C) | only when untied |
 """
 from __future__ import annotations
 
@@ -21,17 +37,19 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..core.checks import check_ids, check_ndim
-from ..core.module import Module
-from ..nn.dropout import Dropout
-from ..nn.embedding import Embedding
-from ..nn.positions import LearnedPositions
-from ..nn.kv_cache import KVCache
-from ..nn.linear import Linear
-from ..nn.masks import banded
-from ..nn.stack import TransformerStack
-from ..ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from ..ops.linear import linear_backward, linear_forward
+from ...core.checks import check_ids, check_ndim
+from ...core.module import Module, eval_mode
+from ...nn.dropout import Dropout
+from ...nn.embedding import Embedding
+from ...nn.kv_cache import KVCache
+from ...nn.linear import Linear
+from ...nn.masks import banded
+from ...nn.positions import LearnedPositions
+from ...nn.stack import TransformerStack
+from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from ...ops.linear import linear_backward, linear_forward
+from ...recipes.char_lm import CHAR_PRESETS, train_char_lm
+from ..registry import ModelEntry, register
 
 
 @dataclass
@@ -78,18 +96,16 @@ class GPTConfig:
     def gpt3(cls, **kw) -> "GPTConfig":
         return cls(**{**dict(sparse_window=max(kw.get("block_size", 64) // 8, 2)), **kw})
 
-    @classmethod
-    def llama(cls, **kw) -> "GPTConfig":
-        return cls(**{**dict(norm="rms", activation="swiglu", positions="rope", bias=False,
-                             tie_embeddings=False, scaled_residual_init=False, eps=1e-6), **kw})
-
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 class GPT(Module):
-    def __init__(self, config: GPTConfig, *, rng: np.random.Generator, dtype=np.float32):
+    has_backward = True
+
+    def __init__(self, config: GPTConfig, *, rng: np.random.Generator, dtype=np.float32, name: str = "gpt"):
         super().__init__()
+        self.name = name                    # the registry entry that rebuilds it (spec)
         self.config = c = config
         self.wte = Embedding(c.vocab_size, c.d_model, rng=rng, std=0.02, dtype=dtype)
         self.wpe = LearnedPositions(c.block_size, c.d_model, rng=rng, std=0.02, dtype=dtype) \
@@ -104,7 +120,17 @@ class GPT(Module):
             Linear(c.d_model, c.vocab_size, bias=False, rng=rng, std=0.02, dtype=dtype)
         self._cache = None
 
-    # -- the LM interface -------------------------------------------------------
+    # -- the model protocol -------------------------------------------------------
+    @property
+    def block_size(self) -> int:
+        return self.config.block_size
+
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config.n_layer)
+
+    def spec(self) -> dict:
+        return {"model": self.name, **self.config.to_dict()}
+
     def layer_masks(self, T: int, S: int) -> list[np.ndarray | None]:
         """Per-layer masks: None (the causal fast path) on dense layers; GPT-3's odd
         layers see only the last ``sparse_window`` tokens."""
@@ -168,10 +194,46 @@ class GPT(Module):
 
     def log_prob(self, idx: np.ndarray, targets: np.ndarray) -> float:
         """Total log-probability (nats) of ``targets`` given ``idx``, in eval mode."""
-        was = self.training
-        self.eval()
-        try:
+        with eval_mode(self):
             loss, _ = self.forward(idx, targets)
-        finally:
-            self.train(was)
         return -float(loss) * int(np.sum(targets != -100))
+
+
+# -- registry entries -------------------------------------------------------------
+TINY = dict(vocab_size=7, block_size=6, n_layer=2, n_head=2, d_model=8)
+
+
+def tiny_batch() -> tuple[np.ndarray, np.ndarray]:
+    """idx (2, 5), targets (2, 5) with one ignored target, for contract tests and gradchecks."""
+    return (np.array([[1, 2, 3, 4, 5], [6, 0, 1, 1, 2]]),
+            np.array([[2, 3, 4, 5, 6], [0, 1, -100, 2, 3]]))
+
+
+def perturbed(model: Module, scale: float = 0.3, seed: int = 1) -> Module:
+    """``model`` with N(0, scale) noise added to every weight (in place): larger weights
+    make attention non-uniform, so a gradcheck exercises every path."""
+    r = np.random.default_rng(seed)
+    for _, p in model.named_parameters():
+        p[...] += r.standard_normal(p.shape) * scale
+    return model
+
+
+def gpt_entry(name: str, title: str, paper: str, make, lesson: str, **tiny_kw) -> ModelEntry:
+    """A registry entry for a member of the GPT family: ``make`` is its config factory."""
+    def build(*, rng, dtype=np.float32, **settings):
+        return GPT(make(**settings), rng=rng, dtype=dtype, name=name)
+
+    def tiny():
+        model = build(rng=np.random.default_rng(0), dtype=np.float64, **TINY, **tiny_kw)
+        return perturbed(model), tiny_batch()
+
+    return ModelEntry(name=name, title=title, paper=paper, objective="causal LM", build=build, tiny=tiny,
+                      lesson=lesson, presets=CHAR_PRESETS, recipe=train_char_lm)
+
+
+register(gpt_entry("gpt1", "GPT-1", "Radford et al. 2018, Improving Language Understanding by Generative "
+                   "Pre-Training", GPTConfig.gpt1, "10_gpt_finetune", dropout=0.1))
+register(gpt_entry("gpt", "GPT-2", "Radford et al. 2019, Language Models are Unsupervised Multitask Learners",
+                   GPTConfig.gpt2, "09_gpt"))
+register(gpt_entry("gpt3", "GPT-3", "Brown et al. 2020, Language Models are Few-Shot Learners",
+                   GPTConfig.gpt3, "11_in_context", sparse_window=2))

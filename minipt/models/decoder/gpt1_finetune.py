@@ -10,21 +10,33 @@ Two heads, after the paper's transformations (``gpt1_inputs``):
   1 otherwise) -> logits (B, n_classes);
 - ``mode="choice"``: one score per sequence, W_y of shape (1, C) -> logits (B, K),
   softmaxed across the K answers.
+
+Registry entry ``gpt1-finetune`` (a task model: no ``log_prob`` over a stream).
+
+Parameters: those of the GPT-1 body under ``gpt.`` (``gpt.py``), and
+
+| name | shape | note |
+|---|---|---|
+| head.weight | (n_classes, C) or (1, C) | W_y: class scores, or one score per answer |
+| head.bias | (n_classes,) | classify mode only |
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.module import Module
-from ..nn.linear import Linear
-from ..ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from ..ops.linear import linear_forward
-from .gpt import GPT
+from ...core.module import Module, eval_mode
+from ...nn.linear import Linear
+from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from ...ops.linear import linear_forward
+from ..registry import GradcheckCase, ModelEntry, register
+from .gpt import GPT, TINY, GPTConfig, perturbed
 
 MODES = ("classify", "choice")
 
 
 class GPT1Finetune(Module):
+    has_backward = True
+
     def __init__(self, gpt: GPT, *, n_classes: int = 2, mode: str = "classify", lm_weight: float = 0.5,
                  rng: np.random.Generator):
         super().__init__()
@@ -39,6 +51,20 @@ class GPT1Finetune(Module):
         self.head = Linear(d, n_classes if mode == "classify" else 1, bias=mode == "classify", rng=rng,
                            std=0.02, dtype=gpt.wte.params["weight"].dtype)
         self._cache = None
+
+    @property
+    def block_size(self) -> int:
+        return self.gpt.block_size
+
+    def new_cache(self) -> None:
+        return None
+
+    def spec(self) -> dict:
+        return {"model": "gpt1-finetune", "gpt": self.gpt.spec(), "n_classes": self.head.params["weight"].shape[0]
+                if self.mode == "classify" else 2, "mode": self.mode, "lm_weight": self.lm_weight}
+
+    def log_prob(self, idx, targets):
+        raise NotImplementedError("GPT1Finetune is a task model: score text with its GPT body (model.gpt.log_prob)")
 
     def forward(self, idx: np.ndarray, extract: np.ndarray, lm_targets: np.ndarray | None = None,
                 labels: np.ndarray | None = None):
@@ -88,16 +114,12 @@ class GPT1Finetune(Module):
 
     def predict(self, idx: np.ndarray, extract: np.ndarray) -> np.ndarray:
         """Predicted class (or answer index) per example, in eval mode."""
-        was = self.training
-        self.eval()
-        try:
+        with eval_mode(self):
             _, logits = self.forward(idx, extract)
-        finally:
-            self.train(was)
         return logits.argmax(-1)
 
 
-def accuracy(model: GPT1Finetune, batches, split: str = "test") -> float:
+def split_accuracy(model: GPT1Finetune, batches, split: str = "test") -> float:
     """Fraction of ``split`` classified right (``batches``: a ``gpt1_inputs.TaskBatches``)."""
     right = total = 0
     for batch in batches.all_batches(split):
@@ -106,3 +128,34 @@ def accuracy(model: GPT1Finetune, batches, split: str = "test") -> float:
     if not total:
         raise ValueError(f"the {split} split is empty")
     return right / total
+
+
+def _build(*, rng, dtype=np.float32, gpt: dict, n_classes: int = 2, mode: str = "classify", lm_weight: float = 0.5):
+    from ..registry import build
+    body = build(gpt, rng=rng, dtype=dtype)
+    return GPT1Finetune(body, n_classes=n_classes, mode=mode, lm_weight=lm_weight, rng=rng)
+
+
+def _tiny(kind: str = "entailment", mode: str = "classify"):
+    """A float64 GPT-1 with a head and one batch of toy ``kind`` examples."""
+    from ...data import toy_tasks
+    from ...data.toy_words import word_tokenizer
+    from ...tasks.gpt1_inputs import make_batch
+    tok = word_tokenizer()
+    make = {"entailment": toy_tasks.entailment, "multiple_choice": toy_tasks.multiple_choice}[kind]
+    batch = make_batch(kind, make((2, 0, 0), seed=0).train, tok, block_size=40)
+    spec = {"model": "gpt1", **GPTConfig.gpt1(**{**TINY, "vocab_size": tok.vocab_size, "block_size": 40}).to_dict()}
+    model = _build(rng=np.random.default_rng(1), dtype=np.float64, gpt=spec, mode=mode)
+    return perturbed(model), batch.as_tuple()
+
+
+def _check_choice():
+    from ...core.gradcheck import check_module
+    model, batch = _tiny("multiple_choice", "choice")
+    return check_module(model, *batch, select=lambda out: out[0], max_checks=8)
+
+
+register(ModelEntry(
+    name="gpt1-finetune", title="GPT-1 fine-tuning heads", paper="Radford et al. 2018, section 3.2",
+    objective="task loss + 0.5 LM", build=_build, tiny=_tiny, lesson="10_gpt_finetune", language_model=False,
+    gradchecks=(GradcheckCase("GPT-1 choice head", "4 answers softmaxed, aux LM 0.5", _check_choice),)))

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from minipt.in_context import accuracy, next_token_logits, one_token_answers, word_accuracy
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.inference.scoring import next_token_logits, one_token_answers
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.tasks.metrics import accuracy, word_accuracy
 from minipt.tokenizers.word import WordTokenizer
 
 

@@ -16,7 +16,7 @@ A bland reply says nothing about the history, so log P(S | T) stays near the his
 marginal; a reply that picks up the history's topic makes it predictable and wins.
 ``distinct_n`` (Li et al. 2016) measures how varied a set of replies is.
 
-Both models are ``minipt.models.gpt.GPT`` (``GPTConfig.gpt2``). Shapes: K candidates,
+Both models are ``minipt.models.decoder.gpt.GPT`` (``GPTConfig.gpt2``). Shapes: K candidates,
 T time, V vocabulary.
 """
 from __future__ import annotations
@@ -26,9 +26,20 @@ from typing import Sequence
 
 import numpy as np
 
-from ..generate import SamplingConfig, generate
-from ..objectives.common import IGNORE
-from ..objectives.dialogue import _check_history, backward_example, context_ids, forward_example, pad_batch
+from ...core.checks import check_positive_int
+from ...core.module import eval_mode
+from ...inference.decoding import SamplingConfig, generate
+from ...objectives.common import IGNORE
+from ...objectives.dialogue import (
+    _check_history,
+    backward_example,
+    context_ids,
+    forward_example,
+    pad_batch,
+)
+from ...ops.softmax import log_softmax_forward
+from ..registry import ModelEntry, register
+from .gpt import TINY, GPTConfig, gpt_entry, perturbed
 
 
 def _history_list(history) -> list[np.ndarray]:
@@ -43,14 +54,13 @@ def sample_candidates(model, history: Sequence[np.ndarray], k: int, *, eot_id: i
                       ) -> list[np.ndarray]:
     """K replies (each (T_k,), the closing ``<|endoftext|>`` stripped) sampled from the
     forward model after the prompt ``h_1 | ... | h_m |``, by top-k sampling on the KV
-    cache (``minipt.generate``). Oldest turns are dropped if the prompt and
+    cache (``minipt.inference.decoding``). Oldest turns are dropped if the prompt and
     ``max_new_tokens`` would not fit in the context. A reply that reached
     ``max_new_tokens`` without a separator is returned as it is."""
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"k (the number of candidates) must be an int >= 1, got {k!r}")
+    check_positive_int("k (the number of candidates)", k)
     history = _history_list(history)
     _check_history(history, np.zeros(0, np.int64))
-    room = model.config.block_size - max_new_tokens
+    room = model.block_size - max_new_tokens
     while len(history) > 1 and len(context_ids(history, eot_id)) > room:
         history.pop(0)                                             # DialoGPT truncates the oldest turns
     prompt = context_ids(history, eot_id)                          # (S,)
@@ -67,15 +77,9 @@ def target_log_probs(model, examples: Sequence[tuple[np.ndarray, np.ndarray]], p
     """sum_t log p(y_t | x_<=t) over each example's non-IGNORE targets -> (K,) float64,
     in eval mode, in one padded batch."""
     x, y = pad_batch(examples, pad_id)                             # (K, T), (K, T)
-    was = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         _, logits = model(x)                                       # (K, T, V)
-    finally:
-        model.train(was)
-    z = logits.astype(np.float64)
-    z = z - z.max(axis=-1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))      # (K, T, V)
+    logp, _ = log_softmax_forward(logits.astype(np.float64))      # (K, T, V)
     keep = y != IGNORE                                             # (K, T)
     picked = np.take_along_axis(logp, np.where(keep, y, 0)[..., None], axis=-1)[..., 0]   # (K, T)
     return (picked * keep).sum(axis=1)                             # (K,)
@@ -84,7 +88,7 @@ def target_log_probs(model, examples: Sequence[tuple[np.ndarray, np.ndarray]], p
 def forward_scores(model, history, candidates: Sequence[np.ndarray], *, eot_id: int, pad_id: int) -> np.ndarray:
     """log P(T_k | S) for every candidate, the closing separator included -> (K,)."""
     history = _history_list(history)
-    L = model.config.block_size
+    L = model.block_size
     return target_log_probs(model, [forward_example(history, c, eot_id, L) for c in candidates], pad_id)
 
 
@@ -92,7 +96,7 @@ def backward_scores(backward_model, history, candidates: Sequence[np.ndarray], *
                     pad_id: int) -> np.ndarray:
     """log P(S | T_k) from the backward model (``r | h_m | ... | h_1 |``) -> (K,)."""
     history = _history_list(history)
-    L = backward_model.config.block_size
+    L = backward_model.block_size
     return target_log_probs(backward_model, [backward_example(history, c, eot_id, L) for c in candidates], pad_id)
 
 
@@ -134,3 +138,20 @@ def distinct_n(replies: Sequence, n: int) -> float:
         toks = r.split() if isinstance(r, str) else [int(t) if isinstance(t, np.integer) else t for t in r]
         grams.extend(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
     return len(set(grams)) / len(grams) if grams else 0.0
+
+
+def _tiny():
+    """A float64 GPT-2 and one batch of a forward and a backward (reversed) session,
+    targets IGNORE on the history: the reply-only loss."""
+    eot, pad = 2, 0
+    model = gpt_entry("dialogpt", "", "", GPTConfig.gpt2, "").build(
+        rng=np.random.default_rng(0), dtype=np.float64, **{**TINY, "vocab_size": 11, "block_size": 16})
+    x0, y0 = forward_example([np.array([3, 4, 5]), np.array([6, 7])], np.array([8, 9, 2]), eot)
+    x1, y1 = backward_example([np.array([4, 4]), np.array([10, 3, 5])], np.array([7, 6]), eot)
+    return perturbed(model), pad_batch([(x0, y0), (x1, y1)], pad)
+
+
+register(ModelEntry(
+    name="dialogpt", title="DialoGPT", paper="Zhang et al. 2020, DIALOGPT: Large-Scale Generative Pre-training for "
+    "Conversational Response Generation", objective="causal LM on the reply (+ MMI re-ranking)",
+    build=gpt_entry("dialogpt", "", "", GPTConfig.gpt2, "").build, tiny=_tiny, lesson="12_dialogpt"))

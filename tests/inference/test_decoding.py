@@ -1,8 +1,13 @@
 import numpy as np
 import pytest
 
-from minipt.generate import SamplingConfig, beam_search, filter_logits, generate
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.inference.decoding import (
+    SamplingConfig,
+    beam_search,
+    filter_logits,
+    generate,
+)
+from minipt.models.decoder.gpt import GPT, GPTConfig
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +46,26 @@ def test_stop_token_and_long_prompt(model):
     new = generate(model, np.array([4, 5]), SamplingConfig(max_new_tokens=5, temperature=0, stop_tokens=(stop,)),
                    np.random.default_rng(0))
     assert new.tolist() == [stop]
-    with pytest.warns(UserWarning, match="keeping the last 11"):
+    with pytest.warns(UserWarning, match="continues from the last 12"):
         generate(model, np.arange(20) % 9, SamplingConfig(max_new_tokens=1, temperature=0), np.random.default_rng(0))
+
+
+def test_generation_runs_past_the_context_by_sliding_the_window(model):
+    """block_size 12: 30 new tokens after a 5-token prompt; each token after the first
+    slide equals the greedy choice of a plain forward over the window the sampler kept."""
+    prompt = np.array([1, 2, 3, 4, 5])
+    new = generate(model, prompt, SamplingConfig(max_new_tokens=30, temperature=0), np.random.default_rng(0))
+    assert len(new) == 30
+    seq = np.concatenate([prompt, new])
+    keep = (3 * model.block_size) // 4
+    # up to the first slide, every token is the argmax over the whole prefix
+    for t in range(len(prompt), model.block_size + 1):
+        _, logits = model(seq[None, :t])
+        assert seq[t] == int(np.argmax(logits[0, -1]))
+    # the token right after the first slide is the argmax given the last ``keep`` tokens
+    t = model.block_size + 1
+    _, logits = model(seq[None, t - keep:t])
+    assert seq[t] == int(np.argmax(logits[0, -1]))
 
 
 def test_beam_search_beats_or_ties_greedy(model):

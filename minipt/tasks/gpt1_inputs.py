@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.checks import check_positive_int
 from ..objectives.common import IGNORE
 from ..tokenizers.base import Tokenizer
 
@@ -86,8 +87,7 @@ class TaskBatches:
     and the whole of a split in order for evaluation."""
 
     def __init__(self, kind: str, data, tok: Tokenizer, block_size: int, batch_size: int):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_positive_int("batch_size", batch_size)
         self.kind, self.data, self.tok = kind, data, tok
         self.block_size, self.batch_size = block_size, batch_size
 

@@ -4,17 +4,19 @@ Greedy, temperature sampling, top-k (Fan et al. 2018), nucleus / top-p (Holtzman
 al. 2020) and beam search with a length penalty (Wu et al. 2016, GNMT:
 score = log P / ((5 + |y|) / 6)^alpha). Every step feeds only the new token through the
 model and reuses the cached keys and values, so a step costs O(T) instead of O(T^2).
-A prompt longer than the context is cropped from the left, with a warning.
+A prompt longer than the context is cropped from the left, with a warning; generation
+runs past the context by sliding the window.
 """
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from .nn.kv_cache import KVCache
+from ..core.checks import check_positive_int
+from ..core.module import eval_mode
+from ..ops.softmax import log_softmax_forward
 
 
 @dataclass
@@ -26,8 +28,7 @@ class SamplingConfig:
     stop_tokens: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.max_new_tokens <= 0:
-            raise ValueError(f"max_new_tokens must be > 0, got {self.max_new_tokens}")
+        check_positive_int("max_new_tokens", self.max_new_tokens)
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
         if self.top_k is not None and self.top_k < 1:
@@ -55,30 +56,63 @@ def filter_logits(logits: np.ndarray, top_k: int | None = None, top_p: float | N
 def _crop(model, prompt: np.ndarray) -> np.ndarray:
     if prompt.ndim != 1 or prompt.size == 0:
         raise ValueError(f"prompt must be a non-empty 1-D array of token ids, got shape {prompt.shape}")
-    limit = model.config.block_size - 1
-    if prompt.size > limit:
-        warnings.warn(f"prompt of {prompt.size} tokens is longer than the context allows "
-                      f"({limit} + 1 new); keeping the last {limit}", stacklevel=3)
+    limit = model.block_size
+    if limit is not None and prompt.size > limit:
+        warnings.warn(f"the prompt has {prompt.size} tokens and the model reads {limit} at a time: "
+                      f"it continues from the last {limit}", stacklevel=3)
         prompt = prompt[-limit:]
     return prompt
 
 
-def _step_logits(model, ids: np.ndarray, cache: KVCache) -> np.ndarray:
-    _, logits = model(ids[None, :] if ids.ndim == 1 else ids, cache=cache)
-    return logits[:, -1]                                     # (B, V)
+class _Window:
+    """The tokens the model conditions on while decoding, fed incrementally.
+
+    With a cache (``model.new_cache()``), each step feeds one new token. When the
+    context is full (``block_size`` tokens), the window slides: the cache is rebuilt
+    from the last ``3/4 * block_size`` tokens, so generation runs past the block size
+    (re-encoding once every quarter block). A model without a cache re-reads its
+    last ``block_size`` tokens (all of them when unbounded) every step.
+    """
+
+    def __init__(self, model, prompt: np.ndarray) -> None:
+        self.model, self.ids = model, list(prompt)
+        self.block = model.block_size
+        self.keep = None if self.block is None else max(1, (3 * self.block) // 4)
+        self.cache = None
+
+    def _feed(self, ids: list[int]) -> np.ndarray:
+        _, logits = self.model(np.asarray(ids, dtype=np.int64)[None, :], cache=self.cache)
+        return logits[0, -1]                                       # (V,)
+
+    def start(self) -> np.ndarray:
+        self.cache = self.model.new_cache()
+        return self._feed(self.ids) if self.cache is not None else self._reread()
+
+    def _reread(self) -> np.ndarray:
+        window = self.ids if self.block is None else self.ids[-self.block:]
+        _, logits = self.model(np.asarray(window, dtype=np.int64)[None, :])
+        return logits[0, -1]
+
+    def advance(self, tok: int) -> np.ndarray:
+        self.ids.append(tok)
+        if self.cache is None:
+            return self._reread()
+        if self.block is not None and self.cache.length >= self.block:   # full: slide the window
+            self.cache = self.model.new_cache()
+            return self._feed(self.ids[-self.keep:])
+        return self._feed([tok])
 
 
 def generate(model, prompt: np.ndarray, config: SamplingConfig, rng: np.random.Generator) -> np.ndarray:
-    """Continue ``prompt`` (T,) by up to ``max_new_tokens`` tokens; returns the new ids.
-    Stops early at a stop token (which is included) or when the context is full."""
+    """Continue ``prompt`` (T,) by ``max_new_tokens`` tokens, or until a stop token
+    (which is included); returns the new ids. Runs past the model's block size by
+    sliding the window (``_Window``)."""
     prompt = _crop(model, np.asarray(prompt))
-    was = model.training
-    model.eval()
-    try:
-        cache = KVCache(model.config.n_layer)
-        logits = _step_logits(model, prompt, cache)[0]
+    with eval_mode(model):
+        window = _Window(model, prompt)
+        logits = window.start()                                    # (V,)
         new = []
-        for _ in range(config.max_new_tokens):
+        for step in range(config.max_new_tokens):
             if config.temperature == 0:
                 tok = int(np.argmax(logits))
             else:
@@ -86,11 +120,9 @@ def generate(model, prompt: np.ndarray, config: SamplingConfig, rng: np.random.G
                 p = np.exp(z - z.max())
                 tok = int(rng.choice(p.size, p=p / p.sum()))
             new.append(tok)
-            if tok in config.stop_tokens or cache.length >= model.config.block_size:
+            if tok in config.stop_tokens or step + 1 == config.max_new_tokens:
                 break
-            logits = _step_logits(model, np.array([tok]), cache)[0]
-    finally:
-        model.train(was)
+            logits = window.advance(tok)
     return np.array(new, dtype=np.int64)
 
 
@@ -99,25 +131,19 @@ def beam_search(model, prompt: np.ndarray, beam_size: int = 4, max_new_tokens: i
     """Beam search: keep the ``beam_size`` best partial continuations by total log-prob;
     finished ones are ranked by log P / ((5 + n) / 6)^length_penalty. Deterministic.
     Each step reruns the beams over their whole prefix (no cache: beams reorder)."""
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-    if max_new_tokens <= 0:
-        raise ValueError(f"max_new_tokens must be > 0, got {max_new_tokens}")
+    check_positive_int("beam_size", beam_size)
+    check_positive_int("max_new_tokens", max_new_tokens)
     prompt = _crop(model, np.asarray(prompt))
     norm = lambda lp, n: lp / ((5 + n) / 6) ** length_penalty
     beams = [(0.0, [])]
     finished = []
-    was = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         for _ in range(max_new_tokens):
-            if prompt.size + len(beams[0][1]) >= model.config.block_size:
+            if model.block_size is not None and prompt.size + len(beams[0][1]) >= model.block_size:
                 break
             seqs = np.array([np.concatenate([prompt, b]) for _, b in beams], dtype=np.int64)  # (beams, T)
             _, logits = model(seqs)
-            z = logits[:, -1].astype(np.float64)
-            logp = z - z.max(1, keepdims=True)
-            logp -= np.log(np.exp(logp).sum(1, keepdims=True))        # (beams, V)
+            logp, _ = log_softmax_forward(logits[:, -1].astype(np.float64))   # (beams, V)
             cand = [(lp + logp[i, t], b + [t]) for i, (lp, b) in enumerate(beams)
                     for t in np.argsort(-logp[i])[:beam_size]]
             cand.sort(key=lambda c: -c[0])
@@ -129,12 +155,6 @@ def beam_search(model, prompt: np.ndarray, beam_size: int = 4, max_new_tokens: i
             if not beams or (finished and max(norm(lp, len(b)) for lp, b in finished)
                              >= max(norm(lp, len(b)) for lp, b in beams)):
                 break
-    finally:
-        model.train(was)
     pool = finished + beams
     best = max(pool, key=lambda c: norm(c[0], len(c[1])))
     return np.array(best[1], dtype=np.int64)
-
-
-def perplexity(mean_nll: float) -> float:
-    return math.exp(mean_nll)

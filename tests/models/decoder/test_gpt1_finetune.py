@@ -5,9 +5,9 @@ import pytest
 from minipt.core.gradcheck import check_module
 from minipt.data import toy_tasks as T
 from minipt.data.toy_words import word_tokenizer
-from minipt.models.gpt import GPT, GPTConfig
-from minipt.models.gpt1_finetune import GPT1Finetune
-from minipt.models.gpt1_inputs import make_batch, transform
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt1_finetune import GPT1Finetune
+from minipt.tasks.gpt1_inputs import make_batch, transform
 
 TOK = word_tokenizer()
 KINDS = {"classification": (T.sentiment, "classify", 2), "entailment": (T.entailment, "classify", 2),

@@ -11,17 +11,40 @@ Sec. 2.2) is GPT-2 with three changes, plus no biases and an untied output layer
 - rotary positions, RoPE (Su et al. 2021, "RoFormer"): queries and keys are rotated by
   their positions, so there is no learned position table (T x C parameters fewer).
 
-All of it is ``GPTConfig.llama`` in ``gpt.py``. This module only counts parameters from a
-config (``count_parameters``, the closed form of ``GPT(config).num_parameters()``) and
-picks the feed-forward width that makes two models the same size (``match_d_ff``,
-``llama_like``): a comparison at equal parameter count measures the architecture, not
-the budget.
+The model is ``gpt.GPT`` with the config ``llama_config`` makes (registry entry
+``llama``). This module also counts parameters from a config (``count_parameters``,
+the closed form of ``GPT(config).num_parameters()``) and picks the feed-forward width
+that makes two models the same size (``match_d_ff``, ``llama_like``): a comparison at
+equal parameter count measures the architecture, not the budget.
+
+Parameters (V vocab, C d_model, F d_ff; ``h.blocks.i``):
+
+| name | shape | note |
+|---|---|---|
+| wte.weight | (V, C) | token embedding; no position table (RoPE) |
+| h.blocks.i.ln_1.weight | (C,) | RMSNorm gain before attention |
+| h.blocks.i.attn.c_attn.weight | (3C, C) | fused q, k, v, no bias |
+| h.blocks.i.attn.c_proj.weight | (C, C) | |
+| h.blocks.i.ln_2.weight | (C,) | RMSNorm gain before the MLP |
+| h.blocks.i.mlp.w1.weight, .w3.weight | (F, C) | gate (SiLU) and up projections |
+| h.blocks.i.mlp.w2.weight | (C, F) | down projection |
+| h.ln_f.weight | (C,) | final RMSNorm |
+| lm_head.weight | (V, C) | untied output layer |
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .gpt import GPTConfig
+from ...core.checks import check_positive_int
+from ..registry import register
+from .gpt import GPTConfig, gpt_entry
+
+
+def llama_config(**kw) -> GPTConfig:
+    """GPT-2's config with LLaMA's changes: pre-RMSNorm (eps 1e-6), SwiGLU, rotary
+    positions, no biases, an untied output layer, plain N(0, 0.02) init."""
+    return GPTConfig(**{**dict(norm="rms", activation="swiglu", positions="rope", bias=False,
+                               tie_embeddings=False, scaled_residual_init=False, eps=1e-6), **kw})
 
 
 def _count(c: GPTConfig, d_ff: int) -> int:
@@ -62,10 +85,8 @@ def match_d_ff(config: GPTConfig, target: int, *, multiple_of: int = 1, tol: flo
     within ``tol`` (relative) of ``target``: everything outside the MLPs is already too
     big, or the rounding is too coarse.
     """
-    if target < 1:
-        raise ValueError(f"target parameter count must be >= 1, got {target}")
-    if int(multiple_of) != multiple_of or multiple_of < 1:
-        raise ValueError(f"multiple_of must be a positive integer, got {multiple_of}")
+    check_positive_int("target parameter count", target)
+    check_positive_int("multiple_of", multiple_of)
     base = _count(config, 0)                                  # everything but the MLP matrices
     slope = _count(config, 1) - base                          # parameters per unit of d_ff
     d_ff = max(round((target - base) / slope / multiple_of), 1) * multiple_of
@@ -80,7 +101,7 @@ def match_d_ff(config: GPTConfig, target: int, *, multiple_of: int = 1, tol: flo
 
 
 def llama_like(gpt2_config: GPTConfig, *, multiple_of: int = 1, tol: float = 0.02) -> GPTConfig:
-    """A LLaMA-style config (``GPTConfig.llama``: pre-RMSNorm, SwiGLU, RoPE, no biases,
+    """A LLaMA-style config (``llama_config``: pre-RMSNorm, SwiGLU, RoPE, no biases,
     untied output layer) with the vocabulary, context, layers, heads, width and dropout
     of ``gpt2_config`` and a SwiGLU width d_ff chosen so that both have the same number of
     parameters (within ``tol``).
@@ -93,6 +114,10 @@ def llama_like(gpt2_config: GPTConfig, *, multiple_of: int = 1, tol: float = 0.0
     if (c.d_model // c.n_head) % 2:
         raise ValueError(f"RoPE rotates pairs of a head's channels: head size d_model / n_head = "
                          f"{c.d_model} / {c.n_head} = {c.d_model // c.n_head} is odd")
-    llama = GPTConfig.llama(vocab_size=c.vocab_size, block_size=c.block_size, n_layer=c.n_layer,
+    llama = llama_config(vocab_size=c.vocab_size, block_size=c.block_size, n_layer=c.n_layer,
                             n_head=c.n_head, d_model=c.d_model, dropout=c.dropout)
     return match_d_ff(llama, count_parameters(c), multiple_of=multiple_of, tol=tol)
+
+
+register(gpt_entry("llama", "LLaMA-style", "Touvron et al. 2023, LLaMA: Open and Efficient Foundation Language Models",
+                   llama_config, "13_llama"))

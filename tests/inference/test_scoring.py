@@ -2,9 +2,14 @@
 import numpy as np
 import pytest
 
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.inference.scoring import (
+    choose,
+    continuation_logprobs,
+    greedy_answer,
+    mean_logprob,
+)
+from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.ops.softmax import log_softmax_forward
-from minipt.prompting import choose, continuation_logprobs, greedy_answer, mean_logprob
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,14 @@ import math
 import numpy as np
 import pytest
 
-from minipt.models.gpt import GPT, GPTConfig
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.llama import llama_config  # noqa: E402
 from minipt.nn.kv_cache import KVCache
 
 SMALL = dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16)
 
 
-@pytest.mark.parametrize("make", [GPTConfig.gpt1, GPTConfig.gpt2, GPTConfig.gpt3, GPTConfig.llama])
+@pytest.mark.parametrize("make", [GPTConfig.gpt1, GPTConfig.gpt2, GPTConfig.gpt3, llama_config])
 def test_float32_step_stays_float32_and_loss_starts_near_log_v(make):
     model = GPT(make(**SMALL), rng=np.random.default_rng(0))
     idx = np.random.default_rng(1).integers(0, 11, (3, 8))
@@ -35,7 +36,7 @@ def test_gpt2_scaled_residual_init():
     assert abs(proj / fc - 1 / math.sqrt(16)) < 0.05
 
 
-@pytest.mark.parametrize("make", [GPTConfig.gpt2, GPTConfig.gpt3, GPTConfig.llama])
+@pytest.mark.parametrize("make", [GPTConfig.gpt2, GPTConfig.gpt3, llama_config])
 def test_cached_decoding_equals_full_forward(make):
     model = GPT(make(sparse_window=3, **SMALL) if make is GPTConfig.gpt3 else make(**SMALL),
                 rng=np.random.default_rng(0)).to(np.float64).eval()

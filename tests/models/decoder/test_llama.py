@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 
 from minipt.core.gradcheck import check_module
-from minipt.models.gpt import GPT, GPTConfig
-from minipt.models.llama import count_parameters, llama_like, match_d_ff
+from minipt.models.decoder.gpt import GPT, GPTConfig
+from minipt.models.decoder.llama import (
+    count_parameters,
+    llama_config,
+    llama_like,
+    match_d_ff,
+)
 from minipt.nn.attention import MultiHeadAttention
 from minipt.ops.positions import rope_forward
 
@@ -19,14 +24,14 @@ CONFIGS = {
     "gpt1": GPTConfig.gpt1(**SMALL),
     "gpt2": GPTConfig.gpt2(**SMALL),
     "gpt3": GPTConfig.gpt3(**SMALL),
-    "llama": GPTConfig.llama(**SMALL),
+    "llama": llama_config(**SMALL),
     "gpt2-toy": GPTConfig.gpt2(**TOY),
-    "llama-toy": GPTConfig.llama(**TOY),
+    "llama-toy": llama_config(**TOY),
     "rms": GPTConfig.gpt2(norm="rms", **SMALL),
     "swiglu-bias": GPTConfig.gpt2(activation="swiglu", **SMALL),
     "rope-untied": GPTConfig.gpt2(positions="rope", tie_embeddings=False, **SMALL),
     "no-bias-no-lnf": GPTConfig.gpt2(bias=False, final_norm=False, d_ff=40, **SMALL),
-    "llama-bias-tied": GPTConfig.llama(bias=True, tie_embeddings=True, d_ff=7, n_layer=3,
+    "llama-bias-tied": llama_config(bias=True, tie_embeddings=True, d_ff=7, n_layer=3,
                                        **{k: v for k, v in SMALL.items() if k != "n_layer"}),
     "relu-3-heads": GPTConfig.gpt2(vocab_size=50, block_size=5, n_layer=1, n_head=3, d_model=24, activation="relu"),
 }
@@ -136,7 +141,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="head size .* is odd"):
         llama_like(GPTConfig.gpt2(vocab_size=11, block_size=8, n_layer=1, n_head=4, d_model=12))
     with pytest.raises(ValueError, match="target parameter count"):
-        match_d_ff(GPTConfig.llama(**SMALL), 0)
+        match_d_ff(llama_config(**SMALL), 0)
     with pytest.raises(ValueError, match="multiple_of"):
         llama_like(GPTConfig.gpt2(**SMALL), multiple_of=0)
     with pytest.raises(ValueError, match="cannot match"):           # rounding far too coarse for a tiny model

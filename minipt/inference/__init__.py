@@ -1,0 +1,1 @@
+"""Using trained models: decoding (greedy, sampling, beam search) and scoring (log-probabilities of continuations, choices)."""

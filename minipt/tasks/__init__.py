@@ -1,0 +1,1 @@
+"""Task formats and metrics, one home each."""
