@@ -14,7 +14,10 @@ Batches are those of any causal LM, ``idx, targets = w_0..w_{T-1}, w_1..w_T``: t
 model reads w_0..w_T once; the forward LM's output at k predicts w_{k+1} (= targets),
 the backward LM's output at k+1 predicts w_k (= idx). Targets may end in IGNORE
 (right padding). ``log_prob`` is ``-loss * count`` as the protocol asks: the mean of the
-two directions' log-probabilities of the window.
+two directions' log-probabilities of the window. The returned logits are the forward
+LM's (the backward LM's are ``backward_logits``), so ``log_prob`` is not the sum of
+``log_softmax(logits)`` at the targets: the entry is registered with
+``language_model=False`` and is scored per direction (``direction_loss``).
 
 Downstream (Sec. 3.2-3.3): ``layers(...)`` gives the L + 1 = 3 representations of each
 token (the token layer [x; x] and both biLSTM layers [h_fwd; h_bwd]); a task learns the
@@ -222,4 +225,4 @@ register(ModelEntry(
         train=dict(steps=600, lr=1e-2, min_lr=1e-3, warmup=20, weight_decay=0.0, eval_every=100, eval_batches=10,
                    grad_clip=1.0),
         data=dict(n_words=100_000, block_size=20), expected="see README")},
-    recipe=_recipe))
+    recipe=_recipe, language_model=False))
