@@ -152,6 +152,7 @@ for d in (1, 10, 20, 40):
     print(f"distance {d:>2}: RNN {rnn[T - 1 - d]:.1e}   LSTM {lstm[T - 1 - d]:.1e}")
 ratio20 = lstm[T - 21] / rnn[T - 21]
 print(f"at distance 20 the LSTM's gradient is {ratio20:.0f}x the RNN's")
+assert ratio20 > 100 and lstm[T - 41] > 1e3 * rnn[T - 41]
 
 # %% [markdown]
 # ## 4. An LSTM language model, on the ladder
@@ -188,12 +189,14 @@ print(f"{'char trigram (counts)':<22} {'':>8} {trigram:>14.3f}")
 for name, (loss, n, s) in results.items():
     print(f"{name:<22} {n:>8,} {loss:>14.3f} {s:>8.0f}")
 print(f"{'oracle':<22} {'':>8} {oracle:>14.3f}")
+assert oracle < results["lstm"][0] < results["gpt"][0] < trigram
 
 # %% [markdown]
 # ## Summary
 # - BPTT is the forward loop run backwards, with the weight gradients summed after it;
 #   padding carries states, chunking hands them on, and the float64 check covers both.
 # - The cell's additive path keeps gradients alive over distances where a tanh RNN's
-#   have vanished.
+#   have vanished: more than 100 times larger at distance 20, more than 1000 times at 40.
 # - The LSTM LM trains with the same loop as GPT and lands between the trigram and the
-#   oracle on the toy language.
+#   oracle on the toy language; at this budget (400 steps) it is ahead of the 2-layer
+#   GPT, whose attention has more to learn from scratch.

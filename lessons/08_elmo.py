@@ -37,7 +37,7 @@ import numpy as np
 from minipt.core.gradcheck import check_module
 from minipt.data import toy_tasks
 from minipt.data.hmm_language import HMMLanguage
-from minipt.data.toy_grammar import SENSES, TAGS
+from minipt.data.toy_grammar import SENSES, STATES, TAGS
 from minipt.data.toy_words import toy_word_stream, word_tokenizer
 from minipt.models import registry
 from minipt.models.recurrent.elmo import ELMo
@@ -98,6 +98,7 @@ print(f"trained {run.step} steps in {seconds:.0f}s")
 print(f"forward LM  {fwd:.3f} nats/word, perplexity {np.exp(fwd):.2f}")
 print(f"backward LM {bwd:.3f} nats/word, perplexity {np.exp(bwd):.2f}")
 print(f"oracle      {oracle:.3f} nats/word, perplexity {np.exp(oracle):.2f}")
+assert 0 < fwd - oracle < 0.1 and 0 < bwd - oracle < 0.1
 
 # %% [markdown]
 # ## 3. Token vectors for sentences with known structure
@@ -145,6 +146,7 @@ te_words, te_tags, te_senses, te_roles, te_feats = token_table(task.test)
 print(f"{len(tr_words):,} training tokens, {len(te_words):,} test tokens; "
       f"sense-labelled {np.sum(tr_senses != None)} / {np.sum(te_senses != None)}, "  # noqa: E711
       f"determiners {np.sum(tr_roles != None)} / {np.sum(te_roles != None)}")  # noqa: E711
+assert all(f.shape[1] == 64 for f in tr_feats)
 
 # %% [markdown]
 # ## 4. Static vectors: one per word
@@ -196,7 +198,17 @@ for j, a in enumerate(acc_layer):
 print(f"  scalar mix            {acc_mix:.3f}  (s = {np.round(probe.mix.mix(), 2)}, gamma "
       f"{probe.mix.params['gamma'][0]:.2f})")
 
+# %%
+assert acc_static <= majority + 1e-12                 # one vector per word: at best its majority sense
+assert acc_layer[0] <= majority + 1e-12               # the token layer is static too
+assert acc_layer[2] > 0.95 and acc_mix > 0.95 and acc_layer[2] - acc_static > 0.3
+assert np.argmax(probe.mix.mix()) == 2                 # the task's mix leans on the top layer
+
 # %% [markdown]
+# Static vectors (and ELMo's own token layer, which is static too) can only give each
+# word its more frequent sense; the top biLSTM layer and the learnt mix are above 0.95,
+# and the mix puts most of its weight on the top layer.
+#
 # Nearest neighbours tell the same story without training anything: for each test
 # token of "bank" or "bat", is the closest training token of the same word (cosine) of
 # the same sense?
@@ -216,6 +228,7 @@ def nn_sense_accuracy(tr, te):
 
 nn_acc = [nn_sense_accuracy(f, g) for f, g in zip(tr_feats, te_feats)]
 print("1-nearest-neighbour sense accuracy by layer:", np.round(nn_acc, 3))
+assert nn_acc[1] > 0.95 and nn_acc[2] > 0.95 and nn_acc[0] < 0.7
 
 # %% [markdown]
 # ## 6. Syntax low, semantics high?
@@ -236,11 +249,29 @@ def layer_probe(labels_tr, labels_te):
     return [fit_probe([f[keep_tr]], ytr_, [g[keep_te]], yte_)[0] for f, g in zip(tr_feats, te_feats)]
 
 
+assert len(toy_tasks.TAG_SET) == 12 and len(set(tr_tags)) == 12
 tag_acc = layer_probe(tr_tags.astype(object), te_tags.astype(object))
 role_acc = layer_probe(tr_roles, te_roles)
 print(f"{'layer':<8} {'tags':>6} {'det. role':>10} {'senses':>7}")
 for j in range(3):
     print(f"{j:<8} {tag_acc[j]:>6.3f} {role_acc[j]:>10.3f} {acc_layer[j]:>7.3f}")
+assert tag_acc[0] > 0.95 and role_acc[0] < 0.7 and role_acc[1] > 0.95
+assert acc_layer[1] < role_acc[1] and acc_layer[2] > acc_layer[1]
+assert all(acc[2] >= max(acc[:2]) - 0.01 for acc in (tag_acc, role_acc, acc_layer))   # top layer: never worse
+
+# %% [markdown]
+# What the table says on the toy language:
+# - The **tags** are above 0.95 already from the token layer: in this language a word
+#   almost always has one tag.
+# - The determiner's **role** is syntax the word itself does not carry (below 0.7 from
+#   the token layer); the first biLSTM layer has it (above 0.95).
+# - The **senses** are not yet complete in the first layer (below the role's accuracy
+#   there) and are complete in the second.
+#
+# So the ordering of the claim holds (syntax is available a layer earlier than the
+# senses), but not its strong form: no probe is worse at the top layer (within 0.01),
+# whereas Peters et al. found POS tagging *better* from the first layer. A toy
+# language with one clause per sentence gives the top layer no reason to forget syntax.
 
 # %% [markdown]
 # ## 7. Words the model never saw
@@ -252,19 +283,35 @@ for j in range(3):
 known = np.array([w for w in vocab if w.isalpha()])
 kv, _ = elmo.sentence_layers([[w] for w in known])
 kv = kv[0][:, 0] / np.linalg.norm(kv[0][:, 0], axis=1, keepdims=True)
-for w in ["kings", "rivers", "bankk", "queeen", "zebra"]:
-    assert w not in vocab
-    v, _ = elmo.sentence_layers([[w]])
+lang_verbs = {w for st, ws in STATES.items() if st.startswith("verb") for w in ws}
+
+
+def nearest(word, k=3):
+    assert word not in vocab
+    v, _ = elmo.sentence_layers([[word]])
     v = v[0][0, 0] / np.linalg.norm(v[0][0, 0])
-    order = np.argsort(-(kv @ v))[:3]
-    print(f"{w:>8} -> nearest known words {', '.join(known[order])}")
+    return list(known[np.argsort(-(kv @ v))[:k]])
+
+
+for w in ["kings", "rivers", "bankk", "queeen", "zebra"]:
+    print(f"{w:>8} -> nearest known words {', '.join(nearest(w))}")
 print("'é' ->", elmo.chars.encode(["é"])[0][:3], "(<bow>, <unk>, <eow>)")
+assert nearest("bankk")[0] == "bank" and nearest("queeen")[0] == "queen"
+assert all(w in lang_verbs for w in nearest("kings"))
+
+# %% [markdown]
+# Misspellings land on the word they misspell ("bankk" -> bank, "queeen" -> queen).
+# "kings" lands among the verbs: in the toy language a final "-s" is the mark of a verb
+# ("sees", "likes", "eats"), and the character encoder has learnt that spelling cue
+# rather than the plural, which the language does not have.
 
 # %% [markdown]
 # ## Summary
 # - ELMo is two LSTM language models sharing a character encoder and a softmax; the
 #   whole biLM's gradient is checked in float64.
-# - Token vectors from the biLM separate the senses of "bank" and "bat", which no
-#   static vector can.
-# - Tags and senses by layer: see the table in section 6.
+# - Both directions come within 0.1 nats/word of the oracle after 600 steps.
+# - Token vectors from the biLM separate the senses of "bank" and "bat" (above 0.95 from
+#   the top layer), which no static vector can (at best each word's majority sense).
+# - Syntax (a determiner's role) is in the first biLSTM layer, the senses complete only
+#   in the second; but the top layer is as good as any for all three probes here.
 # - The character encoder gives unseen words a vector near their spelling neighbours.
