@@ -93,3 +93,13 @@ def test_lstm_lm_cache_carries_state():
         model(idx[:1], cache=cache)
     with pytest.raises(IndexError, match="outside the vocabulary"):
         model(np.array([[9]]))
+
+
+@pytest.mark.parametrize("name", ["lstm", "elmo"])
+def test_float32_training_step_stays_float32(name):
+    model, batch = registry.get(name).tiny()
+    model.to(np.float32)
+    loss, logits = model(*batch)
+    model.backward()
+    assert loss.dtype == logits.dtype == np.float32
+    assert all(g.dtype == np.float32 and np.isfinite(g).all() for _, g in model.named_grads())
