@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.batching import TokenStream
-from ..train import TrainConfig, evaluate, train
+from ..train import TrainConfig, train
 
 
 def _settings(preset, steps):
@@ -52,7 +52,7 @@ def recipe(entry, preset: str = "toy", *, corpus: str | None = None, steps: int 
     if entry.name == "elmo":
         if corpus:
             raise ValueError("minipt train elmo trains on the toy language's words only; --corpus is not supported")
-        from ..data.toy_words import word_tokenizer, toy_word_stream
+        from ..data.toy_words import toy_word_stream, word_tokenizer
         tok = word_tokenizer()
         data, oracle = toy_word_stream(p.data["n_words"], p.data["block_size"], p.batch_size, seed)
         vocab = [tok.decode([i]) for i in range(tok.vocab_size)]

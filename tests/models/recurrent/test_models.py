@@ -6,7 +6,6 @@ import pytest
 from minipt.core.gradcheck import check_module
 from minipt.models import registry
 from minipt.models.protocol import IGNORE, check_protocol
-from minipt.models.recurrent.elmo import ELMo
 from minipt.models.recurrent.lstm_lm import LSTMLanguageModel
 
 
