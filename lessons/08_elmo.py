@@ -296,6 +296,7 @@ def nearest(word, k=3):
 for w in ["kings", "rivers", "bankk", "queeen", "zebra"]:
     print(f"{w:>8} -> nearest known words {', '.join(nearest(w))}")
 print("'é' ->", elmo.chars.encode(["é"])[0][:3], "(<bow>, <unk>, <eow>)")
+assert list(elmo.chars.encode(["é"])[0][:3]) == [1, 3, 2]
 assert nearest("bankk")[0] == "bank" and nearest("queeen")[0] == "queen"
 assert all(w in lang_verbs for w in nearest("kings"))
 
