@@ -1,0 +1,1 @@
+"""Recurrent language models: the LSTM LM and ELMo (one paper per file)."""
