@@ -12,13 +12,17 @@ the full budget and are asserted only there::
     budget.stated("validation loss", val_loss, "0.53")   # a no-op at the quick budget
 
 ``stated`` compares at the precision the prose prints (``"0.53"``: two decimals), or
-within ``band`` where the prose says "about".
+within ``band`` where the prose says "about". After a change to the code under a lesson,
+an author can set ``MINIPT_LESSON_SURVEY=FILE``: every mismatch is then appended to FILE
+instead of stopping the lesson, so one run lists all the prose to update (run it with
+``scripts/execute_lessons.py --no-write``; the committed run is always the strict one).
 """
 from __future__ import annotations
 
 import os
 
 ENV = "MINIPT_LESSON_BUDGET"
+SURVEY_ENV = "MINIPT_LESSON_SURVEY"
 BUDGETS = ("quick", "full")
 
 
@@ -59,6 +63,11 @@ def stated(what: str, value: float, claim: str, band: float | None = None) -> fl
         ok = f"{float(value):.{decimals}f}" == claim
         said = claim
     if not ok:
-        raise AssertionError(f"{what}: the prose says {said}, this run gave {float(value):.6g} "
-                             f"(re-run at the full budget and update the prose)")
+        message = (f"{what}: the prose says {said}, this run gave {float(value):.6g} "
+                   f"(re-run at the full budget and update the prose)")
+        survey = os.environ.get(SURVEY_ENV)
+        if not survey:
+            raise AssertionError(message)
+        with open(survey, "a") as f:
+            f.write(message + "\n")
     return value

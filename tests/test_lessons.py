@@ -83,3 +83,16 @@ def test_stated_numbers_are_asserted_at_the_full_budget_only(monkeypatch):
         lesson_budget.stated("loss", 0.5249, 0.52)
     monkeypatch.setenv(lesson_budget.ENV, "quick")
     lesson_budget.stated("loss", 0.5249, "0.53")             # the quick run's numbers are not the prose's
+
+
+def test_a_survey_lists_every_mismatch_instead_of_stopping(monkeypatch, tmp_path):
+    monkeypatch.setenv(lesson_budget.ENV, "full")
+    monkeypatch.setenv(lesson_budget.SURVEY_ENV, str(tmp_path / "survey.txt"))
+    lesson_budget.stated("loss", 0.5249, "0.53")
+    lesson_budget.stated("accuracy", 0.91, "0.90")
+    lesson_budget.stated("fine", 0.5249, "0.52")
+    lines = (tmp_path / "survey.txt").read_text().splitlines()
+    assert [l.split(":")[0] for l in lines] == ["loss", "accuracy"]
+    monkeypatch.delenv(lesson_budget.SURVEY_ENV)
+    with pytest.raises(AssertionError):                         # strict again without it
+        lesson_budget.stated("loss", 0.5249, "0.53")
