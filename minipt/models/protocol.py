@@ -77,6 +77,15 @@ def check_protocol(model: object, *, language_model: bool = True) -> None:
                         f"(minipt/models/protocol.py): missing {', '.join(missing)}")
 
 
+def log_prob_from_loss(model, idx: np.ndarray, targets: np.ndarray) -> float:
+    """``model.log_prob`` for a model whose loss is the mean cross-entropy over the
+    targets that are not IGNORE: -loss * their count, from an eval-mode forward."""
+    from ..core.module import eval_mode
+    with eval_mode(model):
+        loss, _ = model.forward(idx, targets)
+    return -float(loss) * int(np.sum(targets != IGNORE))
+
+
 def no_backward(model: object) -> None:
     """The ``backward`` of a model whose parameters are not learnt by gradients."""
     raise NotImplementedError(f"{type(model).__name__} has no backward pass: its parameters are counted, "

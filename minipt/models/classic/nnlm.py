@@ -37,6 +37,7 @@ from ...ops.embedding import embedding_backward, embedding_forward
 from ...ops.linear import linear_backward, linear_forward
 from ..protocol import IGNORE
 from ..registry import ModelEntry, Preset, register
+from ..protocol import log_prob_from_loss
 
 
 class NNLM(Module):
@@ -113,13 +114,7 @@ class NNLM(Module):
         return None
 
     def log_prob(self, idx: np.ndarray, targets: np.ndarray) -> float:
-        was = self.training
-        self.eval()
-        try:
-            loss, _ = self.forward(idx, targets)
-        finally:
-            self.train(was)
-        return -float(loss) * int((targets != IGNORE).sum())
+        return log_prob_from_loss(self, idx, targets)
 
 
 def build(*, rng: np.random.Generator, dtype=np.float32, **settings) -> NNLM:

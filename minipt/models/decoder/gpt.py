@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ...core.checks import check_ids, check_ndim
-from ...core.module import Module, eval_mode
+from ...core.module import Module
 from ...nn.dropout import Dropout
 from ...nn.embedding import Embedding
 from ...nn.kv_cache import KVCache
@@ -52,6 +52,7 @@ from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.linear import linear_backward, linear_forward
 from ...recipes.char_lm import CHAR_PRESETS, train_char_lm
 from ..registry import ModelEntry, register
+from ..protocol import log_prob_from_loss
 
 
 @dataclass
@@ -196,9 +197,7 @@ class GPT(Module):
 
     def log_prob(self, idx: np.ndarray, targets: np.ndarray) -> float:
         """Total log-probability (nats) of ``targets`` given ``idx``, in eval mode."""
-        with eval_mode(self):
-            loss, _ = self.forward(idx, targets)
-        return -float(loss) * int(np.sum(targets != -100))
+        return log_prob_from_loss(self, idx, targets)
 
 
 # -- registry entries -------------------------------------------------------------

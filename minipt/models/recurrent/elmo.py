@@ -46,14 +46,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.checks import check_ids, check_ndim
-from ...core.module import Module
+from ...core.module import Module, eval_mode
 from ...nn.char_cnn import CharCNN, CharVocab
 from ...nn.dropout import Dropout
 from ...nn.linear import Linear
 from ...nn.lstm import BiLSTM
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.linear import linear_backward, linear_forward
-from ..protocol import IGNORE
+from ..protocol import IGNORE, log_prob_from_loss
 from ..registry import ModelEntry, Preset, register
 
 FILTERS = ((1, 16), (2, 16), (3, 32), (4, 32))
@@ -158,13 +158,7 @@ class ELMo(Module):
         self.encode_ids_backward(self.drop_in.backward(self.bilm.backward(douts)))
 
     def log_prob(self, idx: np.ndarray, targets: np.ndarray) -> float:
-        was = self.training
-        self.eval()
-        try:
-            loss, _ = self.forward(idx, targets)
-        finally:
-            self.train(was)
-        return -float(loss) * int(np.sum(targets != IGNORE))
+        return log_prob_from_loss(self, idx, targets)
 
     def spec(self) -> dict:
         return {"model": "elmo", **self.settings}
@@ -180,14 +174,10 @@ class ELMo(Module):
         chars = np.zeros((len(sentences), T, self.chars.max_chars), dtype=np.int64)   # (B, T, L)
         for b, s in enumerate(sentences):
             chars[b, :len(s)] = self.chars.encode(s)
-        was = self.training
-        self.eval()
-        try:
+        with eval_mode(self):
             x = self.token_encoder(chars)                            # (B, T, D)
             x = x * (np.arange(T)[None, :, None] < lengths[:, None, None])
             outs = self.bilm(x, lengths)
-        finally:
-            self.train(was)
         return [np.concatenate([x, x], axis=-1)] + outs, lengths
 
 

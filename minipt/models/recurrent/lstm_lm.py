@@ -36,6 +36,7 @@ from ...nn.lstm import LSTM
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..protocol import IGNORE
 from ..registry import ModelEntry, Preset, register
+from ..protocol import log_prob_from_loss
 
 
 @dataclass
@@ -96,13 +97,7 @@ class LSTMLanguageModel(Module):
         self.wte.backward(self.drop_in.backward(dx))
 
     def log_prob(self, idx: np.ndarray, targets: np.ndarray) -> float:
-        was = self.training
-        self.eval()
-        try:
-            loss, _ = self.forward(idx, targets)
-        finally:
-            self.train(was)
-        return -float(loss) * int(np.sum(targets != IGNORE))
+        return log_prob_from_loss(self, idx, targets)
 
     def spec(self) -> dict:
         return {"model": "lstm", **self.settings}
