@@ -255,9 +255,8 @@ role_acc = layer_probe(tr_roles, te_roles)
 print(f"{'layer':<8} {'tags':>6} {'det. role':>10} {'senses':>7}")
 for j in range(3):
     print(f"{j:<8} {tag_acc[j]:>6.3f} {role_acc[j]:>10.3f} {acc_layer[j]:>7.3f}")
-assert tag_acc[0] > 0.95 and role_acc[0] < 0.7 and role_acc[1] > 0.95
-assert acc_layer[1] < role_acc[1] and acc_layer[2] > acc_layer[1]
-assert all(acc[2] >= max(acc[:2]) - 0.01 for acc in (tag_acc, role_acc, acc_layer))   # top layer: never worse
+assert tag_acc[0] > 0.95 and role_acc[0] < 0.7 and role_acc[1] > 0.95 and role_acc[2] > 0.95
+assert acc_layer[0] <= majority + 1e-12 and acc_layer[2] > 0.95
 
 # %% [markdown]
 # What the table says on the toy language:
@@ -265,13 +264,16 @@ assert all(acc[2] >= max(acc[:2]) - 0.01 for acc in (tag_acc, role_acc, acc_laye
 #   almost always has one tag.
 # - The determiner's **role** is syntax the word itself does not carry (below 0.7 from
 #   the token layer); the first biLSTM layer has it (above 0.95).
-# - The **senses** are not yet complete in the first layer (below the role's accuracy
-#   there) and are complete in the second.
+# - The **senses** are absent from the token layer (at best the majority sense) and
+#   complete in the top layer.
 #
-# So the ordering of the claim holds (syntax is available a layer earlier than the
-# senses), but not its strong form: no probe is worse at the top layer (within 0.01),
-# whereas Peters et al. found POS tagging *better* from the first layer. A toy
-# language with one clause per sentence gives the top layer no reason to forget syntax.
+# What happens in between is not stable at this scale: in our runs the senses at the
+# first biLSTM layer ranged from 0.92 to 1.00, and the tags above the token layer from
+# 0.95 to 1.00, depending on nothing more than the order of floating-point sums (BLAS
+# threads). So the toy language shows syntax the word does not carry appearing in the
+# first biLSTM layer and the senses in place by the top one, but not Peters et al.'s
+# stronger finding that tagging is *best* in the first layer: a language with one
+# clause per sentence gives the top layer no reason to forget syntax.
 
 # %% [markdown]
 # ## 7. Words the model never saw
@@ -297,14 +299,15 @@ for w in ["kings", "rivers", "bankk", "queeen", "zebra"]:
     print(f"{w:>8} -> nearest known words {', '.join(nearest(w))}")
 print("'é' ->", elmo.chars.encode(["é"])[0][:3], "(<bow>, <unk>, <eow>)")
 assert list(elmo.chars.encode(["é"])[0][:3]) == [1, 3, 2]
-assert nearest("bankk")[0] == "bank" and nearest("queeen")[0] == "queen"
-assert all(w in lang_verbs for w in nearest("kings"))
+assert "bank" in nearest("bankk") and "queen" in nearest("queeen")
+assert any(w in lang_verbs for w in nearest("kings"))
 
 # %% [markdown]
-# Misspellings land on the word they misspell ("bankk" -> bank, "queeen" -> queen).
-# "kings" lands among the verbs: in the toy language a final "-s" is the mark of a verb
-# ("sees", "likes", "eats"), and the character encoder has learnt that spelling cue
-# rather than the plural, which the language does not have.
+# Misspellings land among the three nearest neighbours of the word they misspell
+# ("bankk" near bank, "queeen" near queen; which neighbour comes first varies from run to
+# run). "kings" has a verb among its neighbours: in the toy language a final "-s" is the
+# mark of a verb ("sees", "likes", "eats"), a spelling cue the character encoder can
+# pick up, while the plural does not exist in the language.
 
 # %% [markdown]
 # ## Summary
@@ -313,6 +316,7 @@ assert all(w in lang_verbs for w in nearest("kings"))
 # - Both directions come within 0.1 nats/word of the oracle after 600 steps.
 # - Token vectors from the biLM separate the senses of "bank" and "bat" (above 0.95 from
 #   the top layer), which no static vector can (at best each word's majority sense).
-# - Syntax (a determiner's role) is in the first biLSTM layer, the senses complete only
-#   in the second; but the top layer is as good as any for all three probes here.
+# - Syntax the word does not carry (a determiner's role) is in the first biLSTM layer and
+#   the senses are complete in the top one; the finer layer-by-layer ordering of the
+#   paper does not reproduce stably at this scale.
 # - The character encoder gives unseen words a vector near their spelling neighbours.

@@ -182,7 +182,7 @@ assert result.passed and "lm_head.weight" in [a.name for a in result.arrays]
 # head, and no scaled residual init. Same seed, same batches, same AdamW schedule,
 # 250 steps of 16 windows of 64 characters (100 at the quick budget of
 # `MINIPT_LESSON_BUDGET`, see `lessons/README.md`; the numbers quoted are the full run's). Validation loss is measured on the whole
-# validation text (non-overlapping windows), next to the language's true entropy.
+# validation text (non-overlapping windows), next to the oracle loss of that text.
 
 # %%
 P = count_parameters(gpt2)
@@ -240,7 +240,7 @@ print(f"{'variant':12} {'d_ff':>5} {'params':>8} {'vs GPT-2':>8} {'val loss':>9}
 for name, run in runs.items():
     print(f"{name:12} {run['config'].d_ff:>5} {run['params']:>8,} {run['params'] / P - 1:>+8.2%} "
           f"{run['val']:>9.3f} {run['val'] - oracle:>9.3f} {run['ms']:>8.1f}")
-print(f"oracle (the language's entropy on this text) {oracle:.3f}; unigram entropy {unigram:.3f} nats/char")
+print(f"oracle loss of this validation text {oracle:.3f}; unigram entropy {unigram:.3f} nats/char")
 assert all(abs(run["params"] / P - 1) < 0.02 for run in runs.values())
 assert all(np.isfinite(run["val"]) and run["val"] < unigram - 0.5 for run in runs.values())
 val = {name: run["val"] for name, run in runs.items()}
@@ -260,7 +260,7 @@ budget.stated("oracle", oracle, "0.427")
 # element-wise rotations per layer.
 #
 # What the table says at this budget (full: GPT-2 1.392, RoPE alone 0.687, all three 0.633,
-# LLaMA-style 0.562 nats/char against an entropy of 0.427): the variants with
+# LLaMA-style 0.562 nats/char against an oracle loss of 0.427): the variants with
 # **RoPE learn much faster**. A
 # learned position table starts as noise of std 0.02 and must be learned before attention
 # can find "the previous character" or "the start of this word"; rotary positions put
