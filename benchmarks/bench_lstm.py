@@ -3,48 +3,28 @@ torch.nn.LSTM, at B 32, T 64, d 128 / 256, one and two layers (input width = hid
 
     python benchmarks/bench_lstm.py [--rounds 9] [--no-torch] [--torch-threads 2]
 
-Each round times one forward + backward of every side, in an order rotated from round
-to round (ABC, BCA, CAB: no side always runs right after another), so load from other
-processes falls on all sides alike. Ratios are taken per round (other / minipt: > 1
-means minipt is faster) and reported as the median with the spread (min - max) over
-rounds. float32; the upstream gradient is the same random array for every side. The
-timing code is ``alternate`` (a dozen lines) so it ports to a shared harness.
+The sides run in alternating rounds (minipt, twin, torch, minipt, twin, torch, ...;
+benchmarks/harness.py), one forward + backward per side per round after a warm-up call,
+so load from other processes falls on all sides alike. Ratios are taken per round
+(other / minipt: > 1 means minipt is faster) and reported as the median with the spread
+(min - max) over rounds. float32; the upstream gradient is the same random array for
+every side. ``run(quick=True)`` (run_all.py) times d 128 only, in 3 rounds.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import try_torch  # noqa: E402
+import harness  # noqa: E402
 
 from minipt import kernels  # noqa: E402
 from minipt.nn.lstm import LSTM  # noqa: E402
 
-
-def alternate(sides: dict, rounds: int) -> dict[str, list[float]]:
-    """{name: fn}: one untimed warm-up call each, then ``rounds`` rounds timing every fn
-    once in a rotated order -> {name: [ms per round]}."""
-    names = list(sides)
-    for fn in sides.values():
-        fn()
-    ms = {n: [] for n in names}
-    for r in range(rounds):
-        for n in names[r % len(names):] + names[:r % len(names)]:
-            t0 = time.perf_counter()
-            sides[n]()
-            ms[n].append((time.perf_counter() - t0) * 1e3)
-    return ms
-
-
-def ratio(ms: dict, other: str, base: str = "minipt") -> tuple[float, float, float]:
-    rs = [o / b for o, b in zip(ms[other], ms[base])]
-    return statistics.median(rs), min(rs), max(rs)
+B, T = 32, 64
 
 
 def minipt_side(B, T, d, layers, x, dy, twin: bool):
@@ -77,19 +57,13 @@ def torch_side(torch, d, layers, x, dy):
     return step
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("--torch-threads", type=int, default=2)
-    args = ap.parse_args()
-    torch = None if args.no_torch else try_torch(args.torch_threads)
-    B, T = 32, 64
-    print(f"LSTM forward + backward, float32, B {B}, T {T}; median over {args.rounds} alternating rounds "
-          f"(ratio = other / minipt, > 1: minipt faster; spread min - max)")
-    print(f"{'d':>4} {'layers':>6} {'minipt ms':>10} {'twin ms':>8} {'twin/minipt':>20} {'torch ms':>9} "
-          f"{'torch/minipt':>20}")
-    for d in (128, 256):
+def run(quick: bool = True, rounds: int | None = None, use_torch: bool = True, torch_threads: int = 2) -> list[dict]:
+    """Per (d, layers): a row minipt vs twin and a row minipt vs torch (b None when torch
+    is not installed or not used), all three sides timed in the same rounds."""
+    rounds = rounds or (3 if quick else 9)
+    torch = harness.try_torch(torch_threads) if use_torch else None
+    rows = []
+    for d in ((128,) if quick else (128, 256)):
         for layers in (1, 2):
             r = np.random.default_rng(d + layers)
             x = r.standard_normal((B, T, d)).astype(np.float32)      # (B, T, C)
@@ -98,14 +72,40 @@ def main() -> None:
                      "twin": minipt_side(B, T, d, layers, x, dy, twin=True)}
             if torch is not None:
                 sides["torch"] = torch_side(torch, d, layers, x, dy)
-            ms = alternate(sides, args.rounds)
-            med = {n: statistics.median(v) for n, v in ms.items()}
-            tw = "{:.2f} ({:.2f}-{:.2f})".format(*ratio(ms, "twin"))
-            line = f"{d:>4} {layers:>6} {med['minipt']:>10.1f} {med['twin']:>8.1f} {tw:>20}"
+            t = harness.rounds_of(sides, rounds=rounds, calls=1, warmup=1)
+            case = f"fwd+bwd B{B} T{T} d{d} layers {layers}"
+            rows.append(harness.row("lstm", case, "minipt", "twin", harness.Comparison(t["minipt"], t["twin"]),
+                                    d=d, layers=layers))
             if torch is not None:
-                to = "{:.2f} ({:.2f}-{:.2f})".format(*ratio(ms, "torch"))
-                line += f" {med['torch']:>9.1f} {to:>20}"
-            print(line, flush=True)
+                rows.append(harness.row("lstm", case, "minipt", "torch", harness.Comparison(t["minipt"], t["torch"]),
+                                        d=d, layers=layers))
+            else:
+                rows.append(harness.row("lstm", case, "minipt", None, harness.Comparison(t["minipt"], []),
+                                        d=d, layers=layers,
+                                        skipped="torch not used" if not use_torch else "torch not installed"))
+    return rows
+
+
+def spread(r: dict) -> str:
+    return f"{r['ratio']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--torch-threads", type=int, default=2)
+    args = ap.parse_args()
+    print(f"LSTM forward + backward, float32, B {B}, T {T}; median over {args.rounds} alternating rounds "
+          f"(ratio = other / minipt, > 1: minipt faster; spread min - max)")
+    print(f"{'d':>4} {'layers':>6} {'minipt ms':>10} {'twin ms':>8} {'twin/minipt':>20} {'torch ms':>9} "
+          f"{'torch/minipt':>20}")
+    rows = run(False, args.rounds, not args.no_torch, args.torch_threads)
+    for tw, to in zip(rows[::2], rows[1::2]):
+        line = f"{tw['d']:>4} {tw['layers']:>6} {tw['a_ms']:>10.1f} {tw['b_ms']:>8.1f} {spread(tw):>20}"
+        if to["b"] is not None:
+            line += f" {to['b_ms']:>9.1f} {spread(to):>20}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

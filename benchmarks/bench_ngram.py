@@ -8,22 +8,26 @@ perplexity of a sample of held-out sentences (``--sample``; NLTK's scorer walks 
 context of the next order for each score, so a sample) must equal NLTK's to 1e-9, and the
 dictionary reference's too. Sides alternate in rounds (A B A B ...); ratios are per-round
 t_other / t_minipt, median and min..max. Usage:
-``python benchmarks/bench_ngram.py [--words 1000000] [--sample 200] [--rounds 3]``.
+``python benchmarks/bench_ngram.py [--words 1000000] [--sample 200] [--rounds 3]``;
+``run(quick=True)`` (run_all.py) uses 50,000 words and 50 sentences.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import numpy as np
 
-from harness import alternate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
-from minipt.data.hmm_language import HMMLanguage
-from minipt.models.classic.ngram import NGramLM, NGramVocab
-from minipt.models.protocol import IGNORE
+from minipt.data.hmm_language import HMMLanguage  # noqa: E402
+from minipt.models.classic.ngram import NGramLM, NGramVocab  # noqa: E402
+from minipt.models.protocol import IGNORE  # noqa: E402
 
 ORDER, DISCOUNT = 3, 0.1
 
@@ -106,39 +110,67 @@ def nltk_fit_ppl(train: list[list[str]], test: list[list[str]]) -> float:
     return lm.perplexity([g for s in test for g in ngrams(pad(s), ORDER)])
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--words", type=int, default=1_000_000)
-    ap.add_argument("--sample", type=int, default=200, help="held-out sentences scored")
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args(argv)
-    train = toy_sentences(args.words, seed=0)
-    test = toy_sentences(20 * args.sample, seed=1)[:args.sample]
+class PerplexityMismatch(RuntimeError):
+    """A side's perplexity is not minipt's: its timing would compare different work."""
+
+
+def run(quick: bool = True, words: int | None = None, sample: int | None = None, rounds: int = 3) -> list[dict]:
+    """One row per reference (dict, NLTK): fit + perplexity, minipt against it in
+    alternating rounds; NLTK's row has b None when NLTK is not installed. The perplexities
+    are checked first: any side more than 1e-9 (relative) from minipt's stops the run."""
+    words = words or (50_000 if quick else 1_000_000)
+    sample = sample or (50 if quick else 200)
+    train = toy_sentences(words, seed=0)
+    test = toy_sentences(20 * sample, seed=1)[:sample]
     n_words = sum(len(s) for s in train)
     print(f"trigram KN (NLTK conventions, D = {DISCOUNT}): {len(train):,} sentences, {n_words:,} words; "
           f"perplexity of {len(test)} held-out sentences")
     ppl = {"minipt": minipt_fit_ppl(train, test), "dict": dict_fit_ppl(train, test)}
     try:
         import nltk
+    except ImportError:
+        nltk = None
+        print("NLTK is not installed (pip install '.[bench]'): its side is skipped")
+    if nltk is not None:
         t0 = time.perf_counter()
         ppl["nltk"] = nltk_fit_ppl(train, test)
         print(f"NLTK {nltk.__version__}: one fit + perplexity took {time.perf_counter() - t0:.1f} s")
-    except ImportError:
-        print("NLTK is not installed (pip install '.[bench]'): its side is skipped")
     for name, p in ppl.items():
         rel = abs(p - ppl["minipt"]) / ppl["minipt"]
         print(f"  perplexity {name:<7} {p:.12f}   relative difference from minipt {rel:.1e}")
         if rel > 1e-9:
-            print(f"  MISMATCH: {name} differs from minipt by more than 1e-9")
-            return 1
-    sides = {"dict": dict_fit_ppl, "nltk": nltk_fit_ppl if "nltk" in ppl else None}
-    for name, fn in sides.items():
-        if fn is None:
+            raise PerplexityMismatch(f"MISMATCH: {name} differs from minipt by more than 1e-9 ({rel:.1e})")
+    case = f"trigram KN fit+ppl {n_words:,} words"
+    rows, a_times = [], []
+    for name, fn in (("dict", dict_fit_ppl), ("nltk", nltk_fit_ppl)):
+        if name not in ppl:                        # minipt's times from the dict rounds, no reference
+            rows.append(harness.row("ngram", case, "minipt", None, harness.Comparison(a_times, []),
+                                    skipped=f"{name} not installed"))
             continue
-        c = alternate(lambda: minipt_fit_ppl(train, test), lambda: fn(train, test), rounds=args.rounds, calls=1,
-                      warmup=0 if name == "nltk" else 1)
-        print(f"fit + perplexity: minipt {c.a_median:.2f} s, {name} {c.b_median:.2f} s; "
-              f"minipt is {c.summary()} faster ({args.rounds} alternating rounds)")
+        c = harness.alternate(lambda: minipt_fit_ppl(train, test), lambda fn=fn: fn(train, test), rounds=rounds,
+                              calls=1, warmup=0 if name == "nltk" else 1)
+        a_times = c.a
+        rows.append(harness.row("ngram", case, "minipt", name, c, perplexity=ppl["minipt"],
+                                ppl_rel_diff=abs(ppl[name] - ppl["minipt"]) / ppl["minipt"]))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--words", type=int, default=1_000_000)
+    ap.add_argument("--sample", type=int, default=200, help="held-out sentences scored")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    try:
+        rows = run(False, args.words, args.sample, args.rounds)
+    except PerplexityMismatch as e:
+        print(f"  {e}")
+        return 1
+    for r in rows:
+        if r["b"] is not None:
+            print(f"fit + perplexity: minipt {r['a_ms'] / 1e3:.2f} s, {r['b']} {r['b_ms'] / 1e3:.2f} s; minipt is "
+                  f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f}) faster ({args.rounds} "
+                  f"alternating rounds)")
     return 0
 
 

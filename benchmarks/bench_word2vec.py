@@ -10,19 +10,23 @@ corpus words x epochs / seconds. Sides alternate in rounds (A B A B ...); ratios
 per-round t_other / t_minipt. Quality is reported beside speed: analogy accuracy (32
 questions) and category gap of the vectors each side trained. The twin (a Python loop per
 example) is timed on ``--twin-words`` only. Usage:
-``python benchmarks/bench_word2vec.py [--words 1000000] [--epochs 1] [--rounds 3] [--arch cbow]``.
+``python benchmarks/bench_word2vec.py [--words 1000000] [--epochs 1] [--rounds 3] [--arch cbow]``;
+``run(quick=True)`` (run_all.py) uses 100,000 words and 2,000 for the twin.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 
-from harness import alternate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
-from minipt.data.hmm_language import HMMLanguage
-from minipt.data.toy_vectors import analogy_accuracy, category_gap
+from minipt.data.hmm_language import HMMLanguage  # noqa: E402
+from minipt.data.toy_vectors import analogy_accuracy, category_gap  # noqa: E402
 
 
 def toy_documents(n_words: int, seed: int = 0) -> tuple[list[list[str]], list[str]]:
@@ -77,9 +81,52 @@ def gensim_trainer(docs, vocab, arch: str, epochs: int, workers: int):
     return run, out
 
 
-def quality(vectors, vocab) -> str:
+def quality(vectors, vocab, side: str) -> dict:
     acc, asked = analogy_accuracy(vectors, vocab)
-    return f"analogies {acc:.2f} of {asked}, category gap {category_gap(vectors, vocab):.2f}"
+    return {f"{side}_analogies": acc, "analogies_asked": asked, f"{side}_gap": category_gap(vectors, vocab)}
+
+
+def quality_text(r: dict, side: str) -> str:
+    return f"analogies {r[side + '_analogies']:.2f} of {r['analogies_asked']}, category gap {r[side + '_gap']:.2f}"
+
+
+def run(quick: bool = True, words: int | None = None, twin_words: int | None = None, epochs: int = 1,
+        rounds: int = 3, arch: str = "skipgram") -> list[dict]:
+    """Rows: the Numba kernel against its NumPy twin (on ``twin_words``), then minipt
+    against gensim on 1 and 2 workers (b None, minipt alone, when gensim is missing).
+    Times are ms per training run; extras give words/s and the vectors' quality."""
+    words = words or (100_000 if quick else 1_000_000)
+    twin_words = twin_words or (2_000 if quick else 20_000)
+    docs, vocab = toy_documents(words)
+    n = sum(len(d) for d in docs) * epochs
+    print(f"word2vec {arch} + negative sampling, {settings(arch)}, {n // epochs:,} words x "
+          f"{epochs} epoch(s), vocabulary {len(vocab)}, {os.cpu_count()} CPUs")
+
+    small, _ = toy_documents(twin_words, seed=1)
+    fast, _ = minipt_trainer(small, vocab, arch, 1, True)
+    twin, _ = minipt_trainer(small, vocab, arch, 1, False)
+    c = harness.alternate(fast, twin, rounds=rounds, calls=1, warmup=1)
+    n_small = sum(len(d) for d in small)
+    rows = [harness.row("word2vec", f"{arch} {n_small:,} words, 1 ep", "kernel", "twin", c,
+                        words=n_small, words_per_s=n_small / c.a_median, twin_words_per_s=n_small / c.b_median)]
+
+    mine, mine_out = minipt_trainer(docs, vocab, arch, epochs, True)
+    case = f"{arch} {n // epochs:,} words, {epochs} ep"
+    try:
+        import gensim
+    except ImportError:
+        c = harness.alternate(mine, None, rounds=rounds, calls=1, warmup=1)
+        return rows + [harness.row("word2vec", case, "minipt", None, c, words_per_s=n / c.a_median,
+                                   skipped="gensim not installed")]
+    for workers in (1, 2):
+        theirs, their_out = gensim_trainer(docs, vocab, arch, epochs, workers)
+        c = harness.alternate(mine, theirs, rounds=rounds, calls=1, warmup=1)
+        rows.append(harness.row("word2vec", f"{case}, {workers} wkr", "minipt",
+                                "gensim", c, words_per_s=n / c.a_median,
+                                gensim_words_per_s=n / c.b_median, gensim_version=gensim.__version__,
+                                workers=workers, **{**quality(mine_out["vectors"], vocab, "minipt"),
+                                                    **quality(their_out["vectors"], vocab, "gensim")}))
+    return rows
 
 
 def main(argv=None) -> int:
@@ -90,34 +137,24 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--arch", choices=("skipgram", "cbow"), default="skipgram")
     args = ap.parse_args(argv)
-    docs, vocab = toy_documents(args.words)
-    n = sum(len(d) for d in docs) * args.epochs
-    print(f"word2vec {args.arch} + negative sampling, {settings(args.arch)}, {n // args.epochs:,} words x "
-          f"{args.epochs} epoch(s), vocabulary {len(vocab)}, {os.cpu_count()} CPUs")
-
-    small, _ = toy_documents(args.twin_words, seed=1)
-    fast, _ = minipt_trainer(small, vocab, args.arch, 1, True)
-    twin, _ = minipt_trainer(small, vocab, args.arch, 1, False)
-    c = alternate(fast, twin, rounds=args.rounds, calls=1, warmup=1)
-    n_small = sum(len(d) for d in small)
-    print(f"Numba kernel vs NumPy twin ({n_small:,} words): {n_small / c.a_median:,.0f} vs "
-          f"{n_small / c.b_median:,.0f} words/s; the kernel is {c.summary()} faster")
-
-    mine, mine_out = minipt_trainer(docs, vocab, args.arch, args.epochs, True)
-    try:
-        import gensim
-    except ImportError:
-        t = alternate(mine, mine, rounds=1, calls=1, warmup=1).a_median
-        print(f"minipt: {n / t:,.0f} words/s; gensim is not installed (pip install '.[bench]'): skipped")
-        return 0
-    for workers in (1, 2):
-        theirs, their_out = gensim_trainer(docs, vocab, args.arch, args.epochs, workers)
-        c = alternate(mine, theirs, rounds=args.rounds, calls=1, warmup=1)
-        print(f"minipt (1 thread) {n / c.a_median:,.0f} words/s vs gensim {gensim.__version__} ({workers} "
-              f"worker{'s' if workers > 1 else ''}) {n / c.b_median:,.0f} words/s: minipt is {c.summary()} "
+    kern, *rest = run(False, args.words, args.twin_words, args.epochs, args.rounds, args.arch)
+    print(f"Numba kernel vs NumPy twin ({kern['words']:,} words): {kern['words_per_s']:,.0f} vs "
+          f"{kern['twin_words_per_s']:,.0f} words/s; the kernel is {summary(kern)} faster")
+    for r in rest:
+        if r["b"] is None:
+            print(f"minipt: {r['words_per_s']:,.0f} words/s; gensim is not installed (pip install '.[bench]'): "
+                  f"skipped")
+            continue
+        w = r["workers"]
+        print(f"minipt (1 thread) {r['words_per_s']:,.0f} words/s vs gensim {r['gensim_version']} ({w} "
+              f"worker{'s' if w > 1 else ''}) {r['gensim_words_per_s']:,.0f} words/s: minipt is {summary(r)} "
               f"as fast")
-        print(f"  quality: minipt {quality(mine_out['vectors'], vocab)}; gensim {quality(their_out['vectors'], vocab)}")
+        print(f"  quality: minipt {quality_text(r, 'minipt')}; gensim {quality_text(r, 'gensim')}")
     return 0
+
+
+def summary(r: dict) -> str:
+    return f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})"
 
 
 if __name__ == "__main__":

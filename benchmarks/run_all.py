@@ -62,8 +62,23 @@ def tokenizers_rows(full: bool) -> list[dict]:
     return bench_tokenizers.run(quick=not full)
 
 
+def ngram_rows(full: bool) -> list[dict]:
+    import bench_ngram
+    return bench_ngram.run(quick=not full)
+
+
+def word2vec_rows(full: bool) -> list[dict]:
+    import bench_word2vec
+    return bench_word2vec.run(quick=not full)
+
+
+def lstm_rows(full: bool) -> list[dict]:
+    import bench_lstm
+    return bench_lstm.run(quick=not full)
+
+
 BENCHES = {"gpt": gpt_rows, "block": block_rows, "attention": attention_rows, "kernels": kernels_rows,
-           "tokenizers": tokenizers_rows}
+           "tokenizers": tokenizers_rows, "ngram": ngram_rows, "word2vec": word2vec_rows, "lstm": lstm_rows}
 
 
 def main() -> None:
