@@ -37,7 +37,7 @@ import re
 
 from ..models.decoder.gpt import GPTConfig
 from .hf_config import check_architectures, expect, get_bool, get_float, get_int
-from .layout import Entry
+from .layout import Entry, config_mismatch
 
 MODEL_TYPE = "gpt2"
 ARCHITECTURE = "GPT2LMHeadModel"
@@ -69,13 +69,9 @@ def is_buffer(name: str) -> bool:
 
 def export_problem(c: GPTConfig) -> str | None:
     """Why ``GPT2LMHeadModel`` cannot hold this (pre-LN, dense) config, or None if it can."""
-    wanted = dict(norm="layer", positions="learned", activation="gelu_tanh", bias=True, final_norm=True,
-                  prenorm=True)
-    for key, value in wanted.items():
-        if getattr(c, key) != value:
-            return (f"{key}={getattr(c, key)!r}: GPT2LMHeadModel needs {key}={value!r} "
-                    "(pre-LN, learned positions, tanh GELU, biases, a final LayerNorm)")
-    return None
+    return config_mismatch(c, dict(norm="layer", positions="learned", activation="gelu_tanh", bias=True,
+                                   final_norm=True, prenorm=True), "GPT2LMHeadModel",
+                           "pre-LN, learned positions, tanh GELU, biases, a final LayerNorm")
 
 
 def config_from_hf(hf: dict) -> GPTConfig:

@@ -93,3 +93,13 @@ def their_shapes(entries: list[Entry], ours: dict[str, tuple[int, ...]]) -> dict
             shape = (shape[0] // e.parts,) + shape[1:]
         out[e.theirs] = shape
     return out
+
+
+def config_mismatch(config, wanted: dict, architecture: str, summary: str) -> str | None:
+    """The first field of ``config`` that differs from ``wanted``, as the reason
+    ``architecture`` cannot hold it ("norm='rms': GPT2LMHeadModel needs norm='layer'
+    (summary)"), or None when every field matches."""
+    for key, value in wanted.items():
+        if getattr(config, key) != value:
+            return f"{key}={getattr(config, key)!r}: {architecture} needs {key}={value!r} ({summary})"
+    return None

@@ -44,7 +44,7 @@ from __future__ import annotations
 from ..models.decoder.gpt import GPTConfig
 from ..models.decoder.llama import llama_config
 from .hf_config import check_architectures, expect, get_bool, get_float, get_int
-from .layout import Entry
+from .layout import Entry, config_mismatch
 
 MODEL_TYPE = "llama"
 ARCHITECTURE = "LlamaForCausalLM"
@@ -82,12 +82,8 @@ def is_buffer(name: str) -> bool:
 
 def export_problem(c: GPTConfig) -> str | None:
     """Why ``LlamaForCausalLM`` cannot hold this (pre-LN, dense) config, or None if it can."""
-    wanted = dict(norm="rms", positions="rope", activation="swiglu", final_norm=True, prenorm=True)
-    for key, value in wanted.items():
-        if getattr(c, key) != value:
-            return (f"{key}={getattr(c, key)!r}: LlamaForCausalLM needs {key}={value!r} "
-                    "(pre-RMSNorm, rotary positions, SwiGLU, a final RMSNorm)")
-    return None
+    return config_mismatch(c, dict(norm="rms", positions="rope", activation="swiglu", final_norm=True, prenorm=True),
+                           "LlamaForCausalLM", "pre-RMSNorm, rotary positions, SwiGLU, a final RMSNorm")
 
 
 def _rope(hf: dict) -> None:

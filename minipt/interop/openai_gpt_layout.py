@@ -43,7 +43,7 @@ import re
 
 from ..models.decoder.gpt import GPTConfig
 from .hf_config import check_architectures, expect, get_bool, get_float, get_int
-from .layout import Entry
+from .layout import Entry, config_mismatch
 
 MODEL_TYPE = "openai-gpt"
 ARCHITECTURE = "OpenAIGPTLMHeadModel"
@@ -76,11 +76,10 @@ def is_buffer(name: str) -> bool:
 
 def export_problem(c: GPTConfig) -> str | None:
     """Why ``OpenAIGPTLMHeadModel`` cannot hold this config, or None if it can."""
-    wanted = dict(prenorm=False, final_norm=False, norm="layer", positions="learned", bias=True)
-    for key, value in wanted.items():
-        if getattr(c, key) != value:
-            return (f"{key}={getattr(c, key)!r}: OpenAIGPTLMHeadModel needs {key}={value!r} "
-                    "(post-LN, no final LayerNorm, learned positions, biases)")
+    problem = config_mismatch(c, dict(prenorm=False, final_norm=False, norm="layer", positions="learned", bias=True),
+                              "OpenAIGPTLMHeadModel", "post-LN, no final LayerNorm, learned positions, biases")
+    if problem:
+        return problem
     if c.activation not in AFN.values():
         return (f"activation={c.activation!r}: OpenAIGPTLMHeadModel's afn is 'gelu' (the tanh approximation, "
                 "minipt's 'gelu_tanh') or 'relu'")
