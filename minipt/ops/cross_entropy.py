@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.checks import check_float
+from .softmax import log_softmax_forward
 
 
 def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, ignore_index: int = -100,
@@ -32,8 +33,7 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, ignore_index:
     if bad.size:
         raise IndexError(f"target id {int(bad[0])} is outside [0, {V}) (ignore_index is {ignore_index})")
     count = int(keep.sum())
-    zs = z - z.max(axis=1, keepdims=True)
-    logp = zs - np.log(np.exp(zs).sum(axis=1, keepdims=True))   # (N, V)
+    logp, _ = log_softmax_forward(z)                             # (N, V)
     tk = np.where(keep, t, 0)
     nll = -logp[np.arange(len(t)), tk]                           # (N,)
     if label_smoothing:
