@@ -40,6 +40,7 @@ from minipt.data.hmm_language import HMMLanguage
 from minipt.data.toy_grammar import SENSES, STATES, TAGS
 from minipt.data.toy_words import toy_word_stream, word_tokenizer
 from minipt.models import registry
+from minipt.models.classic.word2vec import Word2Vec
 from minipt.models.recurrent.elmo import ELMo
 from minipt.tasks.probe import fit_probe
 from minipt.train import TrainConfig, train
@@ -152,7 +153,8 @@ assert all(f.shape[1] == 64 for f in tr_feats)
 # ## 4. Static vectors: one per word
 # The baseline: count vectors (positive PMI of co-occurrence within two words, reduced
 # by SVD to 32 dimensions; Levy & Goldberg 2014 show word2vec's skip-gram factorises
-# the same matrix, shifted). Whatever their quality, "bank" gets one row.
+# the same matrix, shifted), and word2vec itself (skip-gram with negative sampling,
+# lesson 06) trained on the same stream. Whatever their quality, "bank" gets one row.
 
 # %%
 lang = HMMLanguage.build()
@@ -170,7 +172,13 @@ with np.errstate(divide="ignore"):
 u, s, _ = np.linalg.svd(ppmi)
 static = u[:, :32] * np.sqrt(s[:32])                                 # (V, 32)
 static_of = lambda words: np.stack([static[ix[w]] for w in words])  # noqa: E731
-print("static vectors:", static.shape)
+# and word2vec (skip-gram, negative sampling; lesson 06) on the same stream
+w2v = Word2Vec(len(ix), 32, arch="skipgram", output="neg", window=4, counts=np.bincount(ids, minlength=len(ix)),
+               rng=np.random.default_rng(0))
+w2v.fit([ids], epochs=3, rng=np.random.default_rng(1))
+w2v_vectors = w2v.vectors()                                          # (V, 32)
+w2v_of = lambda words: np.stack([w2v_vectors[ix[w]] for w in words])  # noqa: E731
+print("static vectors:", static.shape, "and word2vec:", w2v_vectors.shape)
 
 # %% [markdown]
 # ## 5. The sense probe
@@ -186,6 +194,7 @@ tr_s, te_s = tr_senses != None, te_senses != None  # noqa: E711
 ytr = np.array([sense_id[s] for s in tr_senses[tr_s]])
 yte = np.array([sense_id[s] for s in te_senses[te_s]])
 acc_static, _ = fit_probe([static_of(tr_words[tr_s])], ytr, [static_of(te_words[te_s])], yte)
+acc_w2v, _ = fit_probe([w2v_of(tr_words[tr_s])], ytr, [w2v_of(te_words[te_s])], yte)
 acc_layer = [fit_probe([(f[tr_s])], ytr, [(g[te_s])], yte)[0] for f, g in zip(tr_feats, te_feats)]
 acc_mix, probe = fit_probe([(f[tr_s]) for f in tr_feats], ytr, [(g[te_s]) for g in te_feats], yte)
 major = {w: max((s for s in senses if s.startswith(w + "/")), key=lambda s: np.sum(tr_senses == s))
@@ -193,6 +202,7 @@ major = {w: max((s for s in senses if s.startswith(w + "/")), key=lambda s: np.s
 majority = float(np.mean([major[w] == s for w, s in zip(te_words[te_s], te_senses[te_s])]))
 print(f"sense probe accuracy on {len(yte)} test tokens:")
 print(f"  static count vectors  {acc_static:.3f}  (each word's more frequent sense: {majority:.3f})")
+print(f"  word2vec skip-gram    {acc_w2v:.3f}")
 for j, a in enumerate(acc_layer):
     print(f"  ELMo layer {j}          {a:.3f}")
 print(f"  scalar mix            {acc_mix:.3f}  (s = {np.round(probe.mix.mix(), 2)}, gamma "
@@ -200,12 +210,14 @@ print(f"  scalar mix            {acc_mix:.3f}  (s = {np.round(probe.mix.mix(), 2
 
 # %%
 assert acc_static <= majority + 1e-12                 # one vector per word: at best its majority sense
+assert acc_w2v <= majority + 1e-12                    # word2vec too
+assert acc_layer[2] - acc_w2v > 0.3
 assert acc_layer[0] <= majority + 1e-12               # the token layer is static too
 assert acc_layer[2] > 0.95 and acc_mix > 0.95 and acc_layer[2] - acc_static > 0.3
 assert np.argmax(probe.mix.mix()) == 2                 # the task's mix leans on the top layer
 
 # %% [markdown]
-# Static vectors (and ELMo's own token layer, which is static too) can only give each
+# Static vectors, count-based or word2vec (and ELMo's own token layer, which is static too), can only give each
 # word its more frequent sense; the top biLSTM layer and the learnt mix are above 0.95,
 # and the mix puts most of its weight on the top layer.
 #
