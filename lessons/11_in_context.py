@@ -155,14 +155,15 @@ print(f"accuracy {qa_acc:.2f} (" + ", ".join(f"{wh} {np.mean(v):.2f}" for wh, v 
 # the full budget: translation 0.93 of the words in place and 0.73 exact (untrained
 # 0.00, unseen marker 0.02); questions 0.94 (who 0.93, where 0.90; always the subject 0.33).
 # At the quick budget translation has begun and the questions may not have: it asserts
-# smaller margins.
+# translation at smaller margins, and the questions only at the full budget.
 
 # %%
 margin = budget.pick(full=1.0, quick=0.5)             # the quick run asserts the same order, at half the margins
 assert zero_shot["trained, `=`"][1] > 0.6 * margin
 assert zero_shot["trained, `=`"][1] > zero_shot["untrained, `=`"][1] + 0.5 * margin
 assert zero_shot["trained, `=`"][1] > zero_shot["trained, `=>` (never seen)"][1] + 0.4 * margin
-assert qa_acc > blind + 0.25 * margin and qa_acc > untrained_qa + 0.5 * margin
+if budget.is_full():                                   # questions come later than translation (see above)
+    assert qa_acc > blind + 0.25 and qa_acc > untrained_qa + 0.5
 who, where = np.mean(qa_out["who"]), np.mean(qa_out["where"])
 for what, value, claim in (("words in place", zero_shot["trained, `=`"][1], "0.93"),
                            ("exact translations", zero_shot["trained, `=`"][0], "0.73"),

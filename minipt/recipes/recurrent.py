@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.module import eval_mode
 from ..data.batching import TokenStream
 from ..train import TrainConfig, train
+from .run_folder import check_out, clear_run_files
 
 
 def _settings(preset, steps):
@@ -41,12 +43,20 @@ def _char_data(preset, corpus, seed):
     return toy_corpus(preset.data["n_tokens"], seed)
 
 
-def recipe(entry, preset: str = "toy", *, corpus: str | None = None, steps: int | None = None,
-           out_dir: str = "runs/lstm", seed: int = 0, resume: bool = False, progress: bool = True) -> dict:
+RUN_FILES = ("checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
+
+
+def recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,
+           out_dir: str = "runs/lstm", seed: int | None = None, resume: bool = False, overwrite: bool = False,
+           progress: bool = True) -> dict:
+    preset, seed = preset or "toy", 0 if seed is None else seed
+    check_out(Path(out_dir), RUN_FILES, resume=resume, overwrite=overwrite)
     if preset not in entry.presets:
         raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
     p = entry.presets[preset]
     out = Path(out_dir)
+    if overwrite:
+        clear_run_files(out, RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)
     tc = TrainConfig(**_settings(p, steps), seed=seed, out_dir=str(out), progress=progress)
     if entry.name == "elmo":
@@ -66,7 +76,8 @@ def recipe(entry, preset: str = "toy", *, corpus: str | None = None, steps: int 
                            p.batch_size)
         model = entry.build(rng=np.random.default_rng(seed), vocab_size=tok.vocab_size, **p.model)
         unit = "char"
-    tok.save(out / "tokenizer.json")
+    if not resume:                    # a resumed run keeps the tokenizer it was trained with
+        tok.save(out / "tokenizer.json")
     if progress:
         print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
               f"{source}, vocabulary {tok.vocab_size}")
@@ -81,13 +92,11 @@ def recipe(entry, preset: str = "toy", *, corpus: str | None = None, steps: int 
     if entry.name == "elmo":
         rng = np.random.default_rng(seed + 1)
         fwd, bwd = [], []
-        with_eval = model.training
-        model.eval()
-        for _ in range(tc.eval_batches):
-            model(*data.get_batch("val", rng))
-            fwd.append(model.direction_loss[0])
-            bwd.append(model.direction_loss[1])
-        model.train(with_eval)
+        with eval_mode(model):
+            for _ in range(tc.eval_batches):
+                model(*data.get_batch("val", rng))
+                fwd.append(model.direction_loss[0])
+                bwd.append(model.direction_loss[1])
         f, b = float(np.mean(fwd)), float(np.mean(bwd))
         report.update(forward_loss=f, backward_loss=b)
         summary.append(f"forward LM {f:.4f} nats/word (perplexity {math.exp(f):.2f}), backward LM {b:.4f} "

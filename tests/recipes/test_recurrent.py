@@ -25,5 +25,5 @@ def test_train_elmo_reports_both_directions(tmp_path, capsys):
     report = json.loads((out / "report.json").read_text())
     assert report["forward_loss"] > report["oracle_loss"] and report["backward_loss"] > report["oracle_loss"]
     assert "backward LM" in capsys.readouterr().out
-    assert main(["train", "elmo", "--steps", "3", "--corpus", str(out / "report.json"), "--out", str(out)]) == 2
+    assert main(["train", "elmo", "--steps", "3", "--corpus", str(out / "report.json"), "--out", str(tmp_path / "elmo2")]) == 2
     assert "--corpus is not supported" in capsys.readouterr().err

@@ -24,3 +24,13 @@ def test_one_pass_models_refuse_resume(tmp_path, capsys):
     assert main(["train", "ngram", "--out", str(tmp_path / "x"), "--resume"]) == 2
     assert "nothing to resume" in capsys.readouterr().err
     assert not Path(tmp_path / "x").exists()
+
+
+def test_the_recurrent_recipe_follows_the_same_rule(tmp_path, capsys):
+    out = tmp_path / "lstm"
+    assert main(["train", "lstm", "--steps", "2", "--out", str(out)]) == 0
+    tok = (out / "tokenizer.json").read_bytes()
+    assert main(["train", "lstm", "--steps", "2", "--out", str(out)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert (out / "tokenizer.json").read_bytes() == tok
+    assert main(["train", "lstm", "--steps", "2", "--out", str(out), "--overwrite"]) == 0
