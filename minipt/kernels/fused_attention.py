@@ -104,6 +104,19 @@ def _padded(n):
     return (n + _W - 1) // _W * _W
 
 
+@numba.njit(cache=True, inline="always")
+def _transposed_kv(k, v, b, h, Sp):
+    """K^T and V^T of head (b, h), each (D, S') with the columns past S zero."""
+    S, D = k.shape[2], k.shape[3]
+    kt = np.zeros((D, Sp), dtype=k.dtype)
+    vt = np.zeros((D, Sp), dtype=k.dtype)
+    for j in range(S):
+        for d in range(D):
+            kt[d, j] = k[b, h, j, d]
+            vt[d, j] = v[b, h, j, d]
+    return kt, vt
+
+
 def _forward(q, k, v, scale, causal, out, p):
     B, H, T, D = q.shape
     S = k.shape[2]
@@ -112,12 +125,7 @@ def _forward(q, k, v, scale, causal, out, p):
     zero = q.dtype.type(0.0)
     for bh in numba.prange(B * H):
         b, h = bh // H, bh % H
-        kt = np.zeros((D, Sp), dtype=q.dtype)                     # K^T (D, S'), zero-padded
-        vt = np.zeros((D, Sp), dtype=q.dtype)                     # V^T (D, S')
-        for j in range(S):
-            for d in range(D):
-                kt[d, j] = k[b, h, j, d]
-                vt[d, j] = v[b, h, j, d]
+        kt, vt = _transposed_kv(k, v, b, h, Sp)                   # K^T, V^T (D, S'), zero-padded
         qi = np.empty(D, dtype=q.dtype)
         o = np.empty(D, dtype=q.dtype)
         row = np.empty(Sp, dtype=q.dtype)                         # scores, then weights
@@ -153,12 +161,7 @@ def _backward(dout, q, k, v, p, scale, causal, dq, dk, dv):
     zero = q.dtype.type(0.0)
     for bh in numba.prange(B * H):
         b, h = bh // H, bh % H
-        kt = np.zeros((D, Sp), dtype=q.dtype)                     # K^T (D, S'), zero-padded
-        vt = np.zeros((D, Sp), dtype=q.dtype)                     # V^T (D, S')
-        for j in range(S):
-            for d in range(D):
-                kt[d, j] = k[b, h, j, d]
-                vt[d, j] = v[b, h, j, d]
+        kt, vt = _transposed_kv(k, v, b, h, Sp)                   # K^T, V^T (D, S'), zero-padded
         qq = np.zeros((Tp, D), dtype=q.dtype)                     # Q (T', D)
         gg = np.zeros((Tp, D), dtype=q.dtype)                     # dO (T', D)
         for i in range(T):
