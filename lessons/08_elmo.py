@@ -43,6 +43,7 @@ from minipt.models import registry
 from minipt.models.classic.word2vec import Word2Vec
 from minipt.models.recurrent.elmo import ELMo
 from minipt.tasks.probe import fit_probe
+from minipt.tasks.word_vectors import ppmi_svd
 from minipt.train import TrainConfig, train
 
 # %% [markdown]
@@ -161,16 +162,7 @@ lang = HMMLanguage.build()
 stream = lang.sample_words(100_000, np.random.default_rng(0))
 ix = {w: i for i, w in enumerate(lang.vocab)}
 ids = np.array([ix[w] for w in stream])
-counts = np.zeros((len(ix), len(ix)))
-for d in (1, 2):
-    np.add.at(counts, (ids[:-d], ids[d:]), 1)
-    np.add.at(counts, (ids[d:], ids[:-d]), 1)
-p = counts / counts.sum()
-marginal = p.sum(1, keepdims=True)
-with np.errstate(divide="ignore"):
-    ppmi = np.maximum(np.log(p / (marginal @ marginal.T)), 0)
-u, s, _ = np.linalg.svd(ppmi)
-static = u[:, :32] * np.sqrt(s[:32])                                 # (V, 32)
+static = ppmi_svd([ids], len(ix), window=2, dim=32)                 # (V, 32), as in lesson 06
 static_of = lambda words: np.stack([static[ix[w]] for w in words])  # noqa: E731
 # and word2vec (skip-gram, negative sampling; lesson 06) on the same stream
 w2v = Word2Vec(len(ix), 32, arch="skipgram", output="neg", window=4, counts=np.bincount(ids, minlength=len(ix)),
