@@ -27,6 +27,7 @@ from ..models.registry import Preset
 from ..tokenizers.base import Tokenizer
 from ..tokenizers.char import CharTokenizer
 from ..train import TrainConfig, train
+from . import with_steps
 from .run_folder import check_out, clear_run_files
 
 CHAR_PRESETS = {
@@ -149,10 +150,7 @@ def train_char_lm(entry, preset: str | None = None, *, corpus: str | None = None
     corpus_sha = _sha256((train_text + "\0" + val_text).encode("utf-8", "surrogatepass"))
     tok = CharTokenizer().fit(train_text + val_text)
     batch_size = recipe.batch_size
-    settings = dict(recipe.train)
-    if steps is not None:         # a shorter run keeps warm-up and evaluation in proportion
-        settings.update(steps=steps, warmup=min(settings["warmup"], steps // 10),
-                        eval_every=min(settings["eval_every"], steps))
+    settings = with_steps(recipe.train, steps)
     if resume:
         if run is not None:
             _check_same("the corpus" + (f" {corpus}" if corpus else ""), run["corpus_sha256"], corpus_sha, out,

@@ -21,6 +21,7 @@ import numpy as np
 from ..data.hmm_language import HMMLanguage
 from ..data.toy_grammar import END_WORD
 from ..models.classic.ngram import NGramVocab
+from . import with_steps
 from .run_folder import check_out, clear_run_files
 
 NL = "<nl>"          # the document end as a word (the toy language writes it as a newline)
@@ -106,9 +107,7 @@ def lm_recipe(entry, preset: str | None = None, *, corpus: str | None = None, st
         from ..train import TrainConfig, train
         model = entry.build(rng=np.random.default_rng(seed), vocab_size=len(vocab), pad_id=nl, **model_kw)
         stream = TokenStream(train_ids, val_ids, data["block_size"], p.batch_size)
-        if steps is not None:
-            train_kw.update(steps=steps, warmup=min(train_kw.get("warmup", 0), steps // 10),
-                            eval_every=min(train_kw.get("eval_every", steps), steps))
+        train_kw = with_steps(train_kw, steps)
         if progress:
             print(f"minipt train {entry.name}: {model.num_parameters():,} parameters, {source}, "
                   f"vocabulary {len(vocab)}")

@@ -19,15 +19,8 @@ import numpy as np
 from ..core.module import eval_mode
 from ..data.batching import TokenStream
 from ..train import TrainConfig, train
+from . import with_steps
 from .run_folder import check_out, clear_run_files
-
-
-def _settings(preset, steps):
-    settings = dict(preset.train)
-    if steps is not None:         # a shorter run keeps warm-up and evaluation in proportion
-        settings.update(steps=steps, warmup=min(settings["warmup"], steps // 10),
-                        eval_every=min(settings["eval_every"], steps))
-    return settings
 
 
 def _char_data(preset, corpus, seed):
@@ -58,7 +51,7 @@ def recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps
     if overwrite:
         clear_run_files(out, RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)
-    tc = TrainConfig(**_settings(p, steps), seed=seed, out_dir=str(out), progress=progress)
+    tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
     if entry.name == "elmo":
         if corpus:
             raise ValueError("minipt train elmo trains on the toy language's words only; --corpus is not supported")
