@@ -1,0 +1,1 @@
+"""Knowledge-enhanced pre-training: TransE entity embeddings and ERNIE-style fusion."""
