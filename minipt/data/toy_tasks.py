@@ -141,12 +141,13 @@ def vary_modifiers(words: list[str], states: list[str], rng: np.random.Generator
 DEFAULT_SIZES = (1000, 200, 200)
 
 
-def sentiment(sizes=DEFAULT_SIZES, seed: int = 0) -> TaskData:
-    """{"text", "label"}: 1 if the sentence's sentiment adjectives are positive, 0 if negative."""
+def sentiment(sizes=DEFAULT_SIZES, seed: int = 0, lang: HMMLanguage | None = None) -> TaskData:
+    """{"text", "label"}: 1 if the sentence's sentiment adjectives are positive, 0 if negative.
+    ``lang``: another generator of the same grammar (a domain of ``toy_domains``)."""
     def draw(rng):
         want = int(rng.integers(2))
         while True:
-            words, _ = sentence(rng)
+            words, _ = sentence(rng) if lang is None else lang.sample_sentence(rng)
             pos, neg = any(w in POSITIVE for w in words), any(w in NEGATIVE for w in words)
             if pos != neg and int(pos) == want:
                 return {"text": text(words), "label": want}
