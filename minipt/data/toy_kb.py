@@ -165,12 +165,18 @@ def corpus(kb: KnowledgeBase, n_sentences: int, seed: int = 0, p_fact: float = 0
 def country_task(kb: KnowledgeBase, n_per_person: int = 4, test_share: float = 0.25,
                  seed: int = 0) -> dict[str, list[tuple[Mention, int]]]:
     """{"train", "test"}: (sentence mentioning one person and no place, country label
-    0..n_countries-1). Test persons never occur in train."""
+    0..n_countries-1). Test persons never occur in train; they are drawn per country
+    (about ``test_share`` of each country's persons, at least one where a country has
+    two or more), so every country is asked about in both splits where it can be."""
     check_positive_int("n_per_person", n_per_person)
     rng = np.random.default_rng(seed)
-    persons = rng.permutation(kb.ids("person"))
-    n_test = max(1, int(round(test_share * len(persons))))
     first_country = int(kb.ids("country")[0])
-    split = {"test": persons[:n_test], "train": persons[n_test:]}
+    test, train = [], []
+    for k in kb.ids("country"):
+        group = rng.permutation([p for p in kb.ids("person") if kb.country_of(int(p)) == k])
+        n_test = min(len(group) - 1, max(1, int(round(test_share * len(group))))) if len(group) > 1 else 0
+        test += list(group[:n_test])
+        train += list(group[n_test:])
     return {name: [(plain_sentence(kb, int(p), rng), kb.country_of(int(p)) - first_country)
-                   for p in group for _ in range(n_per_person)] for name, group in split.items()}
+                   for p in group for _ in range(n_per_person)]
+            for name, group in (("train", train), ("test", test))}

@@ -66,12 +66,12 @@ def make_batch(sentences: list[Mention], kb: KnowledgeBase, rng: np.random.Gener
     B, T = len(sentences), max(len(s.words) for s in sentences) + 2
     M = max(1, max(len(s.spans) for s in sentences))
     ids = np.full((B, T), vocab[PAD], np.int64)
-    entities, positions, entity_mask = np.zeros((B, M), np.int64), np.zeros((B, M), np.int64), np.zeros((B, M))
+    entities, positions, entity_mask = (np.zeros((B, M), np.int64) for _ in range(3))
     for b, s in enumerate(sentences):
         ids[b, :len(s.words) + 2] = [vocab[CLS]] + [vocab[w] for w in s.words] + [vocab[SEP]]
         for m, (start, _, e) in enumerate(s.spans):
-            entities[b, m], positions[b, m], entity_mask[b, m] = kb.check_entities([e])[0], start + 1, 1.0
-    token_mask = (ids != vocab[PAD]).astype(np.float64)
+            entities[b, m], positions[b, m], entity_mask[b, m] = kb.check_entities([e])[0], start + 1, 1
+    token_mask = (ids != vocab[PAD]).astype(np.int64)
     specials = [vocab[t] for t in BERT_SPECIALS if t != MASK]
     ordinary = np.arange(len(BERT_SPECIALS), len(words))
     if masking == "none":
@@ -94,7 +94,7 @@ def make_batch(sentences: list[Mention], kb: KnowledgeBase, rng: np.random.Gener
         u = rng.random((B, M))                                             # (B, M) one draw per alignment
         swap = real & (u < DEA_RANDOM)
         entities = np.where(swap, rng.integers(0, kb.n_entities, (B, M)), entities)
-        entity_mask = np.where(real & (u >= DEA_RANDOM) & (u < DEA_RANDOM + DEA_MASK), 0.0, entity_mask)
+        entity_mask = np.where(real & (u >= DEA_RANDOM) & (u < DEA_RANDOM + DEA_MASK), 0, entity_mask)
     else:
         entity_labels[:] = IGNORE
     return KnowledgeBatch(inputs, token_mask, entities, positions, entity_mask, mlm, entity_labels)

@@ -62,7 +62,7 @@ def text_batch(sentences: list[list[str]], vocab: dict[str, int]) -> tuple[np.nd
     ids = np.full((len(rows), T), vocab[PAD], np.int64)
     for b, r in enumerate(rows):
         ids[b, :len(r)] = r
-    return ids, (ids != vocab[PAD]).astype(np.float64)
+    return ids, (ids != vocab[PAD]).astype(np.int64)
 
 
 def region_batch(scenes: list[ts.Scene]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,9 +73,9 @@ def region_batch(scenes: list[ts.Scene]) -> tuple[np.ndarray, np.ndarray, np.nda
     N = max(s.n_regions for s in scenes)
     F = scenes[0].features.shape[1]
     feats, boxes = np.zeros((len(scenes), N, F)), np.tile([0.0, 0.0, 0.01, 0.01], (len(scenes), N, 1))
-    mask = np.zeros((len(scenes), N))
+    mask = np.zeros((len(scenes), N), np.int64)
     for b, s in enumerate(scenes):
-        feats[b, :s.n_regions], boxes[b, :s.n_regions], mask[b, :s.n_regions] = s.features, s.boxes, 1.0
+        feats[b, :s.n_regions], boxes[b, :s.n_regions], mask[b, :s.n_regions] = s.features, s.boxes, 1
     return feats, boxes, mask
 
 

@@ -49,7 +49,11 @@ def test_country_task_follows_two_hops_and_holds_persons_out():
             assert label == kb.tail(city, "located_in") - first
             persons.setdefault(split, set()).add(p)
     assert not persons["train"] & persons["test"]
-    assert len(persons["test"]) == 6 and len(task["test"]) == 18
+    assert len(task["test"]) == 3 * len(persons["test"])
+    first = kb.ids("country")[0]
+    sizes = np.bincount([kb.country_of(int(p)) - first for p in kb.ids("person")])
+    for split, least in (("train", 1), ("test", 2)):   # a country with two persons is in both splits
+        assert {label for _, label in task[split]} == set(np.flatnonzero(sizes >= least).tolist())
 
 
 def test_bad_input_is_refused_by_name():
