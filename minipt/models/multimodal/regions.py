@@ -38,24 +38,27 @@ class RegionEmbedding(Module):
         self.segment = segment
         if segment:
             self.add_param("type_embedding", (0.02 * rng.standard_normal(d_model)).astype(dtype))   # (C,)
-        self._shape = None
+        self._cache = None
 
     def forward(self, features: np.ndarray, boxes: np.ndarray) -> np.ndarray:
         """features (B, N, F), boxes (B, N, 4) -> (B, N, C)."""
         B, N, F = features.shape
         if boxes.shape != (B, N, 4):
             raise ValueError(f"boxes: expected {(B, N, 4)} for features {features.shape}, got {boxes.shape}")
-        p = box_features(boxes.reshape(B * N, 4)).astype(features.dtype)    # (B*N, 5)
+        flat = boxes.reshape(B * N, 4)                                      # (B*N, 4)
+        p = box_features(flat).astype(features.dtype)                       # (B*N, 5)
         v = self.ln(self.feature(features.reshape(B * N, F)) + self.location(p))    # (B*N, C)
-        self._shape = (B, N, F)
+        self._cache = (B, N, F, flat)
         v = v.reshape(B, N, -1)
         return v + self.params["type_embedding"] if self.segment else v
 
-    def backward(self, dv: np.ndarray) -> np.ndarray:
-        """dv (B, N, C) -> d features (B, N, F) (boxes are data: no gradient)."""
-        B, N, F = self._shape
+    def backward(self, dv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """dv (B, N, C) -> (d features (B, N, F), d boxes (B, N, 4))."""
+        B, N, F, flat = self._cache
         if self.segment:
             self.grads["type_embedding"] += dv.sum((0, 1))
         dz = self.ln.backward(dv.reshape(B * N, -1))                        # (B*N, C)
-        self.location.backward(dz)
-        return self.feature.backward(dz).reshape(B, N, F)
+        dp = self.location.backward(dz)                                     # (B*N, 5)
+        w, h = flat[:, 2] - flat[:, 0], flat[:, 3] - flat[:, 1]             # area = w h
+        dboxes = dp[:, :4] + dp[:, 4:5] * np.stack([-h, -w, h, w], 1)       # (B*N, 4)
+        return self.feature.backward(dz).reshape(B, N, F), dboxes.reshape(B, N, 4)

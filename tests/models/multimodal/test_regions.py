@@ -20,9 +20,10 @@ def test_value_and_gradients():
     want = (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-12) * P["ln.weight"] \
         + P["ln.bias"] + P["type_embedding"]
     np.testing.assert_allclose(m(f, boxes), want, rtol=1e-10, atol=1e-12)
-    res = check_module(m, f, forward_kwargs={"boxes": boxes})
+    res = check_module(m, f, boxes)
     assert res.passed, str(res)
-    assert {a.name for a in res.arrays} >= {"input0", "feature.weight", "location.weight", "type_embedding"}
+    assert {a.name for a in res.arrays} >= {"input0", "input1", "feature.weight", "location.weight",
+                                            "type_embedding"}
 
 
 def test_boxes_must_match_the_features():
