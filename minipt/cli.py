@@ -104,6 +104,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .experiments import EXPERIMENTS, get
+    from .experiments.report import check_folder, table, write
+    module = get(args.name)
+    out = Path(args.out or f"runs/experiment-{args.name}")
+    check_folder(out, overwrite=args.overwrite)                        # before minutes of training
+    budget = "full" if args.full else args.budget
+    print(f"minipt experiment {args.name} ({budget}): {EXPERIMENTS[args.name][1]}")
+    result = module.run(budget, seed=args.seed, progress=True)
+    paths = write(result, out, f"{args.name} ({budget} budget)", overwrite=args.overwrite)
+    print(table(result["rows"]))
+    print("written: " + ", ".join(map(str, paths)))
+    return 0
+
+
 def _number(kind, minimum: float, maximum: float | None = None, *, above: bool = False):
     """An argparse type: ``kind`` (int or float) >= minimum (> minimum with ``above``),
     <= maximum; argparse turns the ValueError into ``argument --flag: invalid ... value``."""
@@ -179,6 +196,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier export in FOLDER (only the files an export writes; others are kept)")
     p.set_defaults(func=cmd_export)
+    from .experiments import EXPERIMENTS
+    p = sub.add_parser("experiment", help="run one of the seeds' comparisons (tables and a plot)",
+                       formatter_class=fmt, description="; ".join(f"{k}: {v[1]}" for k, v in EXPERIMENTS.items()))
+    p.add_argument("name", choices=list(EXPERIMENTS), help="which comparison")
+    p.add_argument("--full", action="store_true", help="the full run (longer; more steps and seeds)")
+    p.add_argument("--budget", default="quick", choices=["tiny", "quick", "full"],
+                   help="tiny: seconds (a smoke run); quick: a few minutes; full: as --full")
+    p.add_argument("--out", default=None, help="folder for results.json, results.md, results.png "
+                   "(default: runs/experiment-NAME)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of data and initialisation")
+    p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
+    p.set_defaults(func=cmd_experiment)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
@@ -195,9 +224,10 @@ def _after_interrupt(args: argparse.Namespace) -> str:
     """What a second Ctrl-C (or one outside the training loop) left: the last checkpoint."""
     if args.command != "train" or not args.out:
         return ""
+    import shlex
+
     from .core.checkpoint import load_checkpoint
     from .recipes.char_lm import run_paths
-    import shlex
     _, ck_path = run_paths(args.out)
     try:
         step = load_checkpoint(ck_path).extra["step"]

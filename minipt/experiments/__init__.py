@@ -1,1 +1,21 @@
-"""The seeds' comparisons, one experiment per file: each runs at a quick and a full budget."""
+"""The seeds' comparisons, one experiment per file. Each file has ``BUDGETS`` (``tiny``
+for tests, ``quick`` by default, ``full``) and ``run(budget, *, seed, progress) -> dict``
+whose ``rows`` are the results table; ``minipt experiment NAME`` runs one and writes
+``results.json``, ``results.md`` (the table) and ``results.png`` (a bar chart)."""
+from __future__ import annotations
+
+import importlib
+
+EXPERIMENTS = {   # name -> (module, what it compares)
+    "knowledge": ("minipt.experiments.knowledge",
+                  "BERT vs entity masking (ERNIE-Baidu) vs entity fusion (ERNIE-Tsinghua) on a task needing facts"),
+    "multimodal": ("minipt.experiments.multimodal",
+                   "single- vs two-stream vision-language models, pre-trained vs not: retrieval and VQA"),
+}
+
+
+def get(name: str):
+    """The experiment's module (``run``, ``BUDGETS``), or a ValueError listing the names."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}")
+    return importlib.import_module(EXPERIMENTS[name][0])

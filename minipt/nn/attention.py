@@ -60,6 +60,8 @@ class MultiHeadAttention(Module):
                              dtype=dtype)
         self.rng = np.random.default_rng(rng.integers(2**63)) if dropout else None
         self.last_weights: np.ndarray | None = None   # (B, H, T, S) after forward(return_weights=True)
+        self.record = False                           # True: keep last_weights on every forward (to draw
+                                                      # the attention inside a whole model)
         self.dbias: np.ndarray | None = None          # gradient of the additive bias, after backward
         self._cache = None
 
@@ -124,7 +126,7 @@ class MultiHeadAttention(Module):
             k, v = cache.append(k, v)                                       # (B, H, S, D), S = past + T
         out, acache = attention_forward(q, k, v, mask, causal=causal, bias=bias, dropout_p=self.dropout,
                                         rng=self.rng, training=self.training)   # (B, H, T, D)
-        self.last_weights = acache["p"] if return_weights else None           # (B, H, T, S)
+        self.last_weights = acache["p"] if return_weights or self.record else None   # (B, H, T, S)
         self._cache = None if cache is not None else (acache, rope_caches, k.shape[2])
         y = out.transpose(0, 2, 1, 3).reshape(B * T, C)                       # heads concatenated
         return self.c_proj(y).reshape(B, T, C)                              # (B, T, C)

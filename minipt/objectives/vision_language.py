@@ -65,9 +65,9 @@ def text_batch(sentences: list[list[str]], vocab: dict[str, int]) -> tuple[np.nd
     return ids, (ids != vocab[PAD]).astype(np.int64)
 
 
-def region_batch(scenes: list[ts.Scene]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Scenes -> features (B, N, F), boxes (B, N, 4), mask (B, N), N the largest scene;
-    padding regions have zero features and a small dummy box."""
+def region_batch(scenes: list[ts.Scene], dtype=np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scenes -> features (B, N, F), boxes (B, N, 4) in ``dtype``, mask (B, N), N the
+    largest scene; padding regions have zero features and a small dummy box."""
     for s in scenes:
         ts.check_regions(s.features, s.boxes)
     N = max(s.n_regions for s in scenes)
@@ -76,12 +76,13 @@ def region_batch(scenes: list[ts.Scene]) -> tuple[np.ndarray, np.ndarray, np.nda
     mask = np.zeros((len(scenes), N), np.int64)
     for b, s in enumerate(scenes):
         feats[b, :s.n_regions], boxes[b, :s.n_regions], mask[b, :s.n_regions] = s.features, s.boxes, 1
-    return feats, boxes, mask
+    return feats.astype(dtype), boxes.astype(dtype), mask
 
 
 def make_batch(pairs: list[tuple[ts.Scene, list[str], int]], rng: np.random.Generator, *,
-               mask_prob: float = 0.15, region_mask_prob: float = 0.15) -> VLBatch:
-    """(scene, caption words, matched 0/1) pairs -> a VLBatch with all three objectives."""
+               mask_prob: float = 0.15, region_mask_prob: float = 0.15, dtype=np.float64) -> VLBatch:
+    """(scene, caption words, matched 0/1) pairs -> a VLBatch with all three objectives
+    (float arrays in ``dtype``: float32 to train, float64 to gradcheck)."""
     if not pairs:
         raise ValueError("make_batch needs at least one (scene, caption, label) pair")
     check_probability("mask_prob", mask_prob)
@@ -89,7 +90,7 @@ def make_batch(pairs: list[tuple[ts.Scene, list[str], int]], rng: np.random.Gene
     words = vocabulary()
     vocab = {w: i for i, w in enumerate(words)}
     ids, text_mask = text_batch([c for _, c, _ in pairs], vocab)
-    feats, boxes, region_mask = region_batch([s for s, _, _ in pairs])
+    feats, boxes, region_mask = region_batch([s for s, _, _ in pairs], dtype)
     itm = np.array([label for _, _, label in pairs], np.int64)
     if not np.isin(itm, (0, 1)).all():
         raise ValueError(f"matching labels must be 0 or 1, got {sorted(set(itm.tolist()))}")

@@ -1,0 +1,162 @@
+"""Single stream against two streams, pre-trained against not, on toy scenes (seed 001's
+multimodal section; VisualBERT / UNITER against ViLBERT / LXMERT).
+
+Both designs have about the same number of parameters: the single stream has four
+joint layers; the two-stream model one text layer and one co-attention layer (a text
+block and a region block, each with self- and cross-attention). Each is
+
+1. pre-trained (or not) on the three objectives (MLM, MRC + MRFR, ITM) over generated
+   caption-scene pairs, half of them mismatched;
+2. fine-tuned and tested on two downstream tasks from the same scene generator:
+   - retrieval: the image-text matching head fine-tuned, then each of ``n_candidates``
+     held-out captions ranks the held-out scenes by P(match), and each scene ranks the
+     captions: recall@1 and recall@5 both ways;
+   - visual question answering: "what colour is the ball ?" / "how many objects ?",
+     answered from the pooled [CLS] state, accuracy on held-out scenes.
+
+``grounding`` reads the attention of the pre-trained models: for each caption word that
+names an object (colour or category word), is the region it attends to most the object
+it names? (single stream: last layer's self-attention from the word to the regions;
+two streams: the last co-attention layer's cross-attention from the word to the regions,
+both averaged over heads).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.module import eval_mode
+from ..data import toy_scenes as ts
+from ..models.multimodal.single_stream import SingleStream, VLConfig
+from ..models.multimodal.two_stream import TwoStream
+from ..objectives.vision_language import (
+    make_batch,
+    region_batch,
+    text_batch,
+    vocabulary,
+)
+from ..train import TrainConfig, train
+
+DESIGNS = {"single stream": (SingleStream, dict(n_layer=4)),
+           "two streams": (TwoStream, dict(n_text_layer=1, n_region_layer=0, n_cross_layer=1))}
+BUDGETS = {"tiny": dict(pretrain=20, finetune=10, pairs=200, candidates=10),          # seconds: for tests
+           "quick": dict(pretrain=600, finetune=200, pairs=4000, candidates=50),
+           "full": dict(pretrain=2000, finetune=400, pairs=12000, candidates=100)}
+
+
+def build(design: str, seed: int = 0, dtype=np.float32):
+    cls, settings = DESIGNS[design]
+    return cls(VLConfig(vocab_size=len(vocabulary()), **settings), rng=np.random.default_rng(seed), dtype=dtype)
+
+
+def _pretrain_batches(pairs):
+    def get(split, rng):
+        return make_batch([pairs[i] for i in rng.integers(0, len(pairs), 32)], rng, dtype=np.float32)
+    return get
+
+
+def _itm_batches(pairs):
+    def get(split, rng):
+        b = make_batch([pairs[i] for i in rng.integers(0, len(pairs), 32)], rng, mask_prob=0.0, region_mask_prob=0.0,
+                       dtype=np.float32)
+        return b._replace(feature_targets=None)
+    return get
+
+
+def _vqa(scenes, rng):
+    vocab = {w: i for i, w in enumerate(vocabulary())}
+    qa = [ts.question(s, rng) for s in scenes]
+    ids, text_mask = text_batch([q for q, _ in qa], vocab)
+    feats, boxes, region_mask = region_batch(scenes, np.float32)
+    answers = np.array([ts.answers().index(a) for _, a in qa])
+    return (ids, text_mask, feats, boxes, region_mask), answers
+
+
+def _vqa_batches(scenes):
+    def get(split, rng):
+        inputs, answers = _vqa([scenes[i] for i in rng.integers(0, len(scenes), 32)], rng)
+        return (*inputs, None, None, None, None, answers)
+    return get
+
+
+def _fit(model, get_batch, steps, seed, progress, lr=2e-3):
+    config = TrainConfig(steps=steps, lr=lr, min_lr=lr / 10, warmup=steps // 10, weight_decay=0.01,
+                         eval_every=0, seed=seed, progress=progress)
+    train(model, get_batch, config)
+
+
+def match_scores(model, scenes, captions) -> np.ndarray:
+    """(n, n) log P(match) of caption i with scene j."""
+    vocab = {w: i for i, w in enumerate(vocabulary())}
+    n = len(scenes)
+    out = np.zeros((n, n))
+    with eval_mode(model):
+        for i, words in enumerate(captions):
+            ids, text_mask = text_batch([words] * n, vocab)
+            model(ids, text_mask, *region_batch(scenes, model.dtype))
+            z = model.heads.scores["itm"]                                  # (n, 2)
+            out[i] = z[:, 1] - np.logaddexp(z[:, 0], z[:, 1])
+    return out
+
+
+def recall(scores: np.ndarray, k: int) -> float:
+    """Share of rows whose true column (the diagonal) is among the k best; a tie counts
+    against it (a model that scores everything alike gets no credit)."""
+    ranks = (scores >= np.diag(scores)[:, None]).sum(1) - 1
+    return float((ranks < k).mean())
+
+
+def grounding(model, scenes, rng) -> float:
+    """Share of grounded caption words whose most-attended region is their object."""
+    vocab = {w: i for i, w in enumerate(vocabulary())}
+    caps = [ts.caption(s, rng) for s in scenes]
+    ids, text_mask = text_batch([c for c, _ in caps], vocab)
+    feats, boxes, region_mask = region_batch(scenes, model.dtype)
+    attn = model.encoder.blocks[-1].attn if isinstance(model, SingleStream) else model.cross[-1].text_block.cross_attn
+    attn.record = True
+    with eval_mode(model):
+        model.encode(ids, text_mask, feats, boxes, region_mask)
+    attn.record = False
+    w = attn.last_weights.mean(1)                                          # (B, T, S)
+    T = ids.shape[1]
+    if isinstance(model, SingleStream):
+        w = w[:, :, T:]                                                    # words -> regions
+    hits = [int(np.argmax(np.where(region_mask[b] > 0, w[b, 1 + word], -1)) == region)
+            for b, (_, grounded) in enumerate(caps) for word, region in grounded]
+    return float(np.mean(hits))
+
+
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
+    """-> {"rows": [{design, pretrained, R@1 t->i, R@5 t->i, R@1 i->t, R@5 i->t, VQA}],
+    "parameters": {design: count}, "grounding": {design: share}, "chance": {...}}."""
+    if budget not in BUDGETS:
+        raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    b = BUDGETS[budget]
+    pairs = ts.matching_pairs(b["pairs"], seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    test_scenes = [ts.make_scene(rng) for _ in range(b["candidates"])]
+    test_caps = [ts.caption(s, rng)[0] for s in test_scenes]
+    train_scenes = [s for s, _, _ in pairs]
+    vqa_test, vqa_answers = _vqa(test_scenes, np.random.default_rng(seed + 2))
+    rows, params, ground = [], {}, {}
+    for design in DESIGNS:
+        for pretrained in (False, True):
+            model = build(design, seed)
+            params[design] = model.num_parameters()
+            if pretrained:
+                _fit(model, _pretrain_batches(pairs), b["pretrain"], seed, progress)
+                ground[design] = grounding(model, test_scenes, np.random.default_rng(seed + 3))
+            state = model.state_dict()
+            _fit(model, _itm_batches(pairs), b["finetune"], seed, progress)
+            s = match_scores(model, test_scenes, test_caps)
+            model.load_state_dict(state)
+            _fit(model, _vqa_batches(train_scenes), b["finetune"], seed, progress)
+            with eval_mode(model):
+                model(*vqa_test, answers=vqa_answers)
+            vqa = float((model.heads.scores["vqa"].argmax(1) == vqa_answers).mean())
+            rows.append({"design": design, "pretrained": pretrained, "R@1 text->image": recall(s, 1),
+                         "R@5 text->image": recall(s, 5), "R@1 image->text": recall(s.T, 1),
+                         "R@5 image->text": recall(s.T, 5), "VQA accuracy": vqa})
+    majority = float(np.bincount(vqa_answers).max() / len(vqa_answers))
+    return {"rows": rows, "parameters": params, "grounding": ground, "budget": budget,
+            "chance": {"R@1": 1 / b["candidates"], "R@5": 5 / b["candidates"], "VQA (majority answer)": majority}}
+
