@@ -105,29 +105,38 @@ def recall(scores: np.ndarray, k: int) -> float:
     return float((ranks < k).mean())
 
 
+def word_region_attention(model, scenes, captions: list[list[str]]) -> np.ndarray:
+    """(B, T, N) attention of each token of ``[CLS] caption [SEP]`` to each region,
+    averaged over heads: the single stream's last self-attention layer, or the two-stream
+    model's last cross-attention from the words to the regions."""
+    vocab = {w: i for i, w in enumerate(vocabulary())}
+    ids, text_mask = text_batch(captions, vocab)
+    feats, boxes, region_mask = region_batch(scenes, model.dtype)
+    single = isinstance(model, SingleStream)
+    attn = model.encoder.blocks[-1].attn if single else model.cross[-1].text_block.cross_attn
+    attn.record = True
+    try:
+        with eval_mode(model):
+            model.encode(ids, text_mask, feats, boxes, region_mask)
+    finally:
+        attn.record = False
+    w = attn.last_weights.mean(1)                                          # (B, T, S)
+    return w[:, :, ids.shape[1]:] if single else w                          # words -> regions
+
+
 def grounding(model, scenes, rng) -> float:
     """Share of grounded caption words whose most-attended region is their object."""
-    vocab = {w: i for i, w in enumerate(vocabulary())}
     caps = [ts.caption(s, rng) for s in scenes]
-    ids, text_mask = text_batch([c for c, _ in caps], vocab)
-    feats, boxes, region_mask = region_batch(scenes, model.dtype)
-    attn = model.encoder.blocks[-1].attn if isinstance(model, SingleStream) else model.cross[-1].text_block.cross_attn
-    attn.record = True
-    with eval_mode(model):
-        model.encode(ids, text_mask, feats, boxes, region_mask)
-    attn.record = False
-    w = attn.last_weights.mean(1)                                          # (B, T, S)
-    T = ids.shape[1]
-    if isinstance(model, SingleStream):
-        w = w[:, :, T:]                                                    # words -> regions
-    hits = [int(np.argmax(np.where(region_mask[b] > 0, w[b, 1 + word], -1)) == region)
+    w = word_region_attention(model, scenes, [c for c, _ in caps])        # (B, T, N)
+    hits = [int(np.argmax(np.where(np.arange(w.shape[2]) < scenes[b].n_regions, w[b, 1 + word], -1)) == region)
             for b, (_, grounded) in enumerate(caps) for word, region in grounded]
     return float(np.mean(hits))
 
 
-def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, keep_models: bool = False) -> dict:
     """-> {"rows": [{design, pretrained, R@1 t->i, R@5 t->i, R@1 i->t, R@5 i->t, VQA}],
-    "parameters": {design: count}, "grounding": {design: share}, "chance": {...}}."""
+    "parameters": {design: count}, "grounding": {design: share}, "chance": {...}};
+    ``keep_models`` adds "models": {design: the pre-trained model} (for pictures)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
     b = BUDGETS[budget]
@@ -137,7 +146,7 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
     test_caps = [ts.caption(s, rng)[0] for s in test_scenes]
     train_scenes = [s for s, _, _ in pairs]
     vqa_test, vqa_answers = _vqa(test_scenes, np.random.default_rng(seed + 2))
-    rows, params, ground = [], {}, {}
+    rows, params, ground, kept = [], {}, {}, {}
     for design in DESIGNS:
         for pretrained in (False, True):
             model = build(design, seed)
@@ -146,6 +155,9 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
                 _fit(model, _pretrain_batches(pairs), b["pretrain"], seed, progress)
                 ground[design] = grounding(model, test_scenes, np.random.default_rng(seed + 3))
             state = model.state_dict()
+            if pretrained and keep_models:
+                kept[design] = build(design, seed)
+                kept[design].load_state_dict(state)
             _fit(model, _itm_batches(pairs), b["finetune"], seed, progress)
             s = match_scores(model, test_scenes, test_caps)
             model.load_state_dict(state)
@@ -157,6 +169,7 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
                          "R@5 text->image": recall(s, 5), "R@1 image->text": recall(s.T, 1),
                          "R@5 image->text": recall(s.T, 5), "VQA accuracy": vqa})
     majority = float(np.bincount(vqa_answers).max() / len(vqa_answers))
-    return {"rows": rows, "parameters": params, "grounding": ground, "budget": budget,
-            "chance": {"R@1": 1 / b["candidates"], "R@5": 5 / b["candidates"], "VQA (majority answer)": majority}}
+    out = {"rows": rows, "parameters": params, "grounding": ground, "budget": budget,
+           "chance": {"R@1": 1 / b["candidates"], "R@5": 5 / b["candidates"], "VQA (majority answer)": majority}}
+    return {**out, "models": kept} if keep_models else out
 

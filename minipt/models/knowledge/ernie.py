@@ -38,7 +38,7 @@ from ...nn.linear import Linear
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..encoder.bert import BertConfig, BertEncoder
 from ..protocol import IGNORE
-from ..registry import ModelEntry, register
+from ..registry import ModelEntry, Preset, register
 from .aggregator import Aggregator
 
 
@@ -125,6 +125,16 @@ class Ernie(Module):
     def spec(self) -> dict:
         return {"model": "ernie", **asdict(self.config)}
 
+    def encode(self, ids, token_mask, entities, positions, entity_mask) -> tuple[np.ndarray, np.ndarray]:
+        """-> the K-Encoder's outputs: tokens (B, T, C), entities (B, M, K). With
+        ``knowledge=False`` every alignment is off (the plain-BERT baseline)."""
+        emask = np.asarray(entity_mask) if self.config.knowledge else np.zeros(np.shape(entities))
+        w = self.text(ids, None, token_mask)                               # (B, T, C)
+        e = self.entity_table[entities]                                    # (B, M, K)
+        for layer in self.knowledge:
+            w, e = layer(w, e, positions, emask, token_mask)               # (B, T, C), (B, M, K)
+        return w, e
+
     def forward(self, ids, token_mask, entities, positions, entity_mask, mlm_labels=None, entity_labels=None,
                 labels=None):
         """A ``KnowledgeBatch`` (``objectives/entity_autoencoder.py``) [+ labels (B,)] ->
@@ -137,11 +147,7 @@ class Ernie(Module):
         if entities.size and (entities.min() < 0 or entities.max() >= self.config.n_entities):
             raise IndexError(f"entity ids must lie in [0, {self.config.n_entities}), got "
                              f"{entities.min()}..{entities.max()}")
-        emask = np.asarray(entity_mask) if self.config.knowledge else np.zeros(entities.shape)
-        w = self.text(ids, None, token_mask)                               # (B, T, C)
-        e = self.entity_table[entities]                                    # (B, M, K)
-        for layer in self.knowledge:
-            w, e = layer(w, e, positions, emask, token_mask)               # (B, T, C), (B, M, K)
+        w, e = self.encode(ids, token_mask, entities, positions, entity_mask)
         logits = self.mlm(w)                                               # (B, T, V)
         parts, caches = [], {}
         if mlm_labels is not None and (np.asarray(mlm_labels) != IGNORE).any():
@@ -203,7 +209,17 @@ def tiny() -> tuple[Ernie, tuple]:
     batch = make_batch(corpus(kb, 2, seed=3, p_fact=0.5), kb, rng, mask_prob=0.3, dea=True)
     return model, (*batch, np.array([0, 1]))
 
+def _recipe(entry, preset, **options):
+    from ...recipes.knowledge import recipe
+    return recipe(entry, preset, **options)
+
+
 register(ModelEntry(
     name="ernie", title="ERNIE (Tsinghua)", paper="Zhang et al. 2019, ERNIE: Enhanced Language Representation "
     "with Informative Entities", objective="MLM + denoising entity auto-encoder", build=build, tiny=tiny,
-    lesson="25_knowledge", language_model=False))
+    lesson="25_knowledge", language_model=False, recipe=_recipe,
+    presets={"toy": Preset(model=dict(d_model=32, d_entity=16, n_text_layer=1, n_knowledge_layer=2),
+                           train=dict(steps=800, lr=3e-3, min_lr=3e-4, warmup=80, weight_decay=0.01, eval_every=0),
+                           batch_size=32, data=dict(graph=dict(n_persons=64, n_cities=12, n_countries=4),
+                                                    transe_epochs=400, sentences=8000, finetune_steps=300),
+                           expected="")}))

@@ -32,7 +32,7 @@ from ...core.module import Module
 from ...data import toy_scenes as ts
 from ...nn.stack import TransformerStack
 from ..encoder.bert import BertConfig, BertEmbeddings
-from ..registry import ModelEntry, register
+from ..registry import ModelEntry, Preset, register
 from .pretraining_heads import VisionLanguageHeads
 from .regions import RegionEmbedding
 
@@ -162,6 +162,11 @@ def tiny_model(cls, **settings):
     return model
 
 
+def vl_recipe(entry, preset, **options):
+    from ...recipes.knowledge import recipe
+    return recipe(entry, preset, **options)
+
+
 def build(*, rng: np.random.Generator, dtype=np.float32, **settings) -> SingleStream:
     return SingleStream(VLConfig(**settings), rng=rng, dtype=dtype)
 
@@ -173,4 +178,7 @@ def tiny():
 register(ModelEntry(
     name="visualbert", title="Single-stream VL Transformer (VisualBERT / UNITER)",
     paper="Li et al. 2019, VisualBERT; Chen et al. 2020, UNITER", objective="MLM + MRC + MRFR + ITM",
-    build=build, tiny=tiny, lesson="26_multimodal", language_model=False))
+    build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe=vl_recipe,
+    presets={"toy": Preset(model=dict(n_layer=4),
+                           train=dict(steps=1500, lr=1e-3, min_lr=1e-4, warmup=150, weight_decay=0.01, eval_every=0),
+                           batch_size=32, data=dict(pairs=8000), expected="")}))

@@ -33,10 +33,10 @@ from ...core.module import Module
 from ...nn.block import TransformerBlock
 from ...nn.stack import TransformerStack
 from ..encoder.bert import BertEmbeddings
-from ..registry import ModelEntry, register
+from ..registry import ModelEntry, Preset, register
 from .pretraining_heads import VisionLanguageHeads
 from .regions import RegionEmbedding
-from .single_stream import VLConfig, check_inputs, tiny_batch, tiny_model
+from .single_stream import VLConfig, check_inputs, tiny_batch, tiny_model, vl_recipe
 
 
 class CoAttentionLayer(Module):
@@ -122,4 +122,7 @@ def tiny():
 register(ModelEntry(
     name="vilbert", title="Two-stream VL Transformer (ViLBERT / LXMERT)",
     paper="Lu et al. 2019, ViLBERT; Tan & Bansal 2019, LXMERT", objective="MLM + MRC + MRFR + ITM",
-    build=build, tiny=tiny, lesson="26_multimodal", language_model=False))
+    build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe=vl_recipe,
+    presets={"toy": Preset(model=dict(n_text_layer=1, n_region_layer=0, n_cross_layer=1),
+                           train=dict(steps=1500, lr=1e-3, min_lr=1e-4, warmup=150, weight_decay=0.01, eval_every=0),
+                           batch_size=32, data=dict(pairs=8000), expected="")}))

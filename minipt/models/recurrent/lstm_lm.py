@@ -34,9 +34,8 @@ from ...nn.embedding import Embedding
 from ...nn.linear import Linear
 from ...nn.lstm import LSTM
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from ..protocol import IGNORE
+from ..protocol import IGNORE, log_prob_from_loss
 from ..registry import ModelEntry, Preset, register
-from ..protocol import log_prob_from_loss
 
 
 @dataclass
