@@ -21,10 +21,7 @@ def _setup(knowledge=True, seed=0):
 def test_dea_loss_matches_a_formula():
     kb, model, batch = _setup()
     loss, _ = model(*batch[:5], None, batch.entity_labels)
-    w = model.text(batch.ids, None, batch.token_mask)
-    e = model.entity_table[batch.entities]
-    for layer in model.knowledge:
-        w, e = layer(w, e, batch.positions, batch.entity_mask, batch.token_mask)
+    w, _ = model.encode(*batch[:5])
     P = dict(model.named_parameters())
     scores = (w @ P["dea.weight"].T + P["dea.bias"]) @ model.entity_table.T          # (B, T, E)
     keep = batch.entity_labels != IGNORE
