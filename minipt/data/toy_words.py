@@ -40,10 +40,12 @@ def words_to_text(words: list[str]) -> str:
     return " ".join(ENDOFTEXT if w == END_WORD else w for w in words)
 
 
-def toy_word_stream(n_words: int, block_size: int, batch_size: int, seed: int = 0) -> tuple[TokenStream, float]:
+def toy_word_stream(n_words: int, block_size: int, batch_size: int, seed: int = 0,
+                    lang: HMMLanguage | None = None) -> tuple[TokenStream, float]:
     """(LM batches over ~n_words training words and n_words / 10 validation words, the
-    oracle loss of the validation stream in nats per word)."""
-    lang, tok = HMMLanguage.build(), word_tokenizer()
+    oracle loss of the validation stream in nats per word). ``lang``: another generator
+    of the same vocabulary (a domain of ``toy_domains``; default the toy language)."""
+    lang, tok = lang or HMMLanguage.build(), word_tokenizer()
     rng = np.random.default_rng(seed)
     train_words = lang.sample_words(n_words, rng)
     val_words = lang.sample_words(max(n_words // 10, block_size + 1), rng)

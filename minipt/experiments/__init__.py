@@ -9,6 +9,8 @@ import importlib
 EXPERIMENTS = {   # name -> (module, what it compares)
     "knowledge": ("minipt.experiments.knowledge",
                   "BERT vs entity masking (ERNIE-Baidu) vs entity fusion (ERNIE-Tsinghua) on a task needing facts"),
+    "transfer": ("minipt.experiments.transfer",
+                 "four-stage transfer: general, domain- and task-adaptive pre-training, fine-tuning; forgetting"),
     "multimodal": ("minipt.experiments.multimodal",
                    "single- vs two-stream vision-language models, pre-trained vs not: retrieval and VQA"),
 }
