@@ -58,3 +58,15 @@ def test_recall_counts_ties_against_the_model():
     assert recall(np.zeros((4, 4)), 1) == 0.0 and recall(np.zeros((4, 4)), 4) == 1.0
     s = np.array([[3.0, 1, 2], [0, 1, 2], [5, 4, 6]])
     assert recall(s, 1) == 2 / 3 and recall(s, 2) == 1.0          # row 1: one better score
+
+
+@pytest.mark.slow
+def test_transfer_tiny_run_orders_the_stages_and_measures_forgetting():
+    from minipt.experiments import transfer
+    out = transfer.run("tiny", progress=False)
+    rows = {r["stages"]: r for r in out["rows"]}
+    assert list(rows) == list(transfer.VARIANTS)
+    # general pre-training lowers the general-domain loss; the court stages raise it again
+    assert rows["general"]["general loss"] < rows["fine-tuning only"]["general loss"]
+    assert rows["general + domain"]["general loss"] > rows["general"]["general loss"]
+    assert all(0 <= r["test accuracy"] <= 1 for r in rows.values())
