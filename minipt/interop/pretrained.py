@@ -7,6 +7,8 @@ three layouts, chosen by ``model_type``:
 - ``gpt2``  <-> ``GPT2LMHeadModel``  (``gpt2_layout.py``): GPT-2-style minipt models;
 - ``llama`` <-> ``LlamaForCausalLM`` (``llama_layout.py``): LLaMA-style minipt models;
 - ``openai-gpt`` <-> ``OpenAIGPTLMHeadModel`` (``openai_gpt_layout.py``): GPT-1 (post-LN).
+- ``xlnet`` <-> ``XLNetLMHeadModel`` (``xlnet_layout.py``): minipt's XLNet (``models/unified/xlnet.py``),
+  one of ``MODEL_LAYOUTS``, the layouts of models other than ``GPT``, found by config class.
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)

@@ -101,7 +101,8 @@ def train_xlnet(entry, preset: str | None = None, *, corpus: str | None = None, 
     l2r = data.left_to_right_loss(model)
     report = {"model": entry.name, "preset": preset, "steps": result.step, "train_loss": result.train_loss,
               "val_loss": result.val_loss, "left_to_right_loss": l2r, "oracle_loss": oracle,
-              "seconds": round(result.seconds, 1), "interrupted": result.interrupted}
+              "seconds": round(result.seconds, 1), "interrupted": result.interrupted, "total_steps": tc.steps,
+              "resume_command": f"minipt train {entry.name} --out {out} --resume" if result.interrupted else None}
     val = f"{result.val_loss:.4f}" if result.val_loss is not None else "not evaluated"
     summary = [f"permutation LM validation loss {val} nats per predicted char after {result.step} steps "
                f"({result.seconds:.0f}s)",
