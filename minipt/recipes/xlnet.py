@@ -26,7 +26,9 @@ from .run_folder import check_out, clear_run_files
 PRESETS = {
     "toy": Preset(model=dict(n_layer=2, n_head=4, d_model=64, activation="gelu_tanh"), batch_size=16,
                   train=dict(steps=1000, lr=3e-3, min_lr=3e-4, warmup=50, weight_decay=0.1, eval_every=100,
-                             eval_batches=10, grad_clip=1.0), data=dict(n_tokens=200_000, block_size=32, K=4)),
+                             eval_batches=10, grad_clip=1.0), data=dict(n_tokens=200_000, block_size=32, K=4),
+                  expected="permuted 0.447 nats per predicted char; left to right 1.616 (oracle 0.422); "
+                           "52 s of one core"),
 }
 RUN_FILES = ("checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
 
