@@ -348,6 +348,19 @@ def _check_permuted():
                         max_checks=12)
 
 
+def _check_relative_attention():
+    """The op alone: both streams' masks' kind (one empty row), two segments, every input."""
+    from ...core.gradcheck import check_op
+    r = np.random.default_rng(0)
+    shapes = dict(q=(2, 4, 2, 3), k=(2, 4, 2, 3), v=(2, 4, 2, 3), kr=(8, 2, 3), r_w_bias=(2, 3), r_r_bias=(2, 3),
+                  r_s_bias=(2, 3), seg_embed=(2, 2, 3))
+    inputs = {n: r.standard_normal(s) for n, s in shapes.items()}
+    _, query = order_masks(np.array([[2, 0, 3, 1], [3, 2, 1, 0]]))
+    seg = r.random((2, 4, 4)) < 0.5
+    fwd = lambda q, k, v, kr, rw, rr, rs, se: relative_attention_forward(q, k, v, kr, rw, rr, query, seg, rs, se)
+    return check_op(fwd, relative_attention_backward, inputs, params=tuple(shapes)[4:])
+
+
 from ...recipes.xlnet import PRESETS, train_xlnet  # noqa: E402  (the recipe imports nothing from here)
 
 register(ModelEntry(
@@ -356,4 +369,6 @@ register(ModelEntry(
     build=lambda *, rng, dtype=np.float32, **kw: XLNet(XLNetConfig(**kw), rng=rng, dtype=dtype),
     tiny=tiny, lesson="22_xlnet", presets=PRESETS, recipe=train_xlnet,
     gradchecks=(GradcheckCase("XLNet from embeddings", "sampled orders, two segments, input + params",
-                              _check_permuted),)))
+                              _check_permuted),
+                GradcheckCase("relative attention (Transformer-XL shift)", "B2 T4 H2 D3, query mask, two segments",
+                              _check_relative_attention))))
