@@ -7,6 +7,8 @@ three layouts, chosen by ``model_type``:
 - ``gpt2``  <-> ``GPT2LMHeadModel``  (``gpt2_layout.py``): GPT-2-style minipt models;
 - ``llama`` <-> ``LlamaForCausalLM`` (``llama_layout.py``): LLaMA-style minipt models;
 - ``openai-gpt`` <-> ``OpenAIGPTLMHeadModel`` (``openai_gpt_layout.py``): GPT-1 (post-LN).
+- ``xlnet`` <-> ``XLNetLMHeadModel`` (``xlnet_layout.py``): minipt's XLNet (``models/unified/xlnet.py``),
+  one of ``MODEL_LAYOUTS``, the layouts of models other than ``GPT``, found by config class.
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
@@ -36,12 +38,15 @@ from pathlib import Path
 import numpy as np
 
 from ..models.decoder.gpt import GPT, GPTConfig
-from . import gpt2_layout, llama_layout, openai_gpt_layout
+from . import gpt2_layout, llama_layout, openai_gpt_layout, xlnet_layout
 from .hf_config import read_config, write_config
 from .layout import from_theirs, their_shapes, to_theirs
 from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
 
 LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layout)}
+# Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
+# its model (``build(config, rng, dtype)``); a config of that class exports through it.
+MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout,)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
@@ -55,6 +60,9 @@ def export_files() -> frozenset[str]:
 
 def layout_for(config: GPTConfig):
     """The layout module that can hold ``config``, or a ValueError saying why none can."""
+    for layout in MODEL_LAYOUTS.values():
+        if isinstance(config, layout.CONFIG):
+            return layout
     if config.sparse_window:
         problems = {None: f"sparse_window={config.sparse_window} (GPT-3's banded sparse layers): "
                           f"{', '.join(m.ARCHITECTURE for m in LAYOUTS.values())} attend densely in every layer, "
@@ -155,9 +163,9 @@ def _move_into_place(tmp: Path, folder: Path) -> None:
 def config_from_folder(folder) -> tuple[GPTConfig, object]:
     """The minipt config a transformers folder describes, and its layout module."""
     hf = read_config(folder)
-    layout = LAYOUTS.get(hf["model_type"])
+    layout = LAYOUTS.get(hf["model_type"]) or MODEL_LAYOUTS.get(hf["model_type"])
     if layout is None:
-        known = ", ".join(f"{k} ({m.ARCHITECTURE})" for k, m in LAYOUTS.items())
+        known = ", ".join(f"{k} ({m.ARCHITECTURE})" for k, m in {**LAYOUTS, **MODEL_LAYOUTS}.items())
         raise ValueError(f"{Path(folder) / 'config.json'}: model_type {hf['model_type']!r} is not supported; "
                          f"minipt reads {known}")
     try:
@@ -186,7 +194,8 @@ def from_pretrained(folder, *, dtype=None) -> GPT:
     if not any(name.startswith(layout.PREFIX) for name in index):     # a bare GPT2Model / LlamaModel file
         index = {(n if n == "lm_head.weight" else layout.PREFIX + n): v for n, v in index.items()}
     index = {n: v for n, v in index.items() if not layout.is_buffer(n)}
-    model = GPT(config, rng=np.random.default_rng(0), dtype=_pick_dtype(dtype, index))
+    model = layout.build(config, np.random.default_rng(0), _pick_dtype(dtype, index)) if hasattr(layout, "build") \
+        else GPT(config, rng=np.random.default_rng(0), dtype=_pick_dtype(dtype, index))
     table = layout.entries(config)
     want = their_shapes(table, {n: p.shape for n, p in model.named_parameters()})
     spare_head = config.tie_embeddings and "lm_head.weight" in index     # some tied files still store it

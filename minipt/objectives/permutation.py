@@ -26,13 +26,20 @@ def permutation_lm(ids, rng: np.random.Generator, K: int = 6):
     check_positive_int("K", K)
     T = len(ids)
     order = rng.permutation(T)                           # z: order[r] is the r-th predicted position
+    content, query = order_masks(order)
     rank = np.empty(T, dtype=np.int64)
     rank[order] = np.arange(T)
-    content = rank[None, :] <= rank[:, None]             # (T, T): row i may see column j
-    query = rank[None, :] < rank[:, None]
     n_predict = max(1, T // K)
     targets = np.where(rank >= T - n_predict, ids, IGNORE)
     return {"order": order, "content_mask": content, "query_mask": query, "targets": targets}
+
+
+def order_masks(order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """order (..., T), each row a permutation z of 0..T-1 -> content, query masks (..., T, T):
+    row i may see column j when rank[j] <= rank[i] (content) or rank[j] < rank[i] (query)."""
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(order.shape[-1]), order.shape), axis=-1)
+    return rank[..., None, :] <= rank[..., :, None], rank[..., None, :] < rank[..., :, None]
 
 
 def glm_blank_infilling(ids, rng: np.random.Generator, *, mask_id: int, start_id: int, end_id: int,

@@ -1,0 +1,1 @@
+"""Unified and permuted language models: one Transformer, the objective chosen by its attention masks."""
