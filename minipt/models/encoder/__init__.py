@@ -1,0 +1,1 @@
+"""Encoder-only (autoencoding) models: BERT, the base of RoBERTa, ALBERT and ELECTRA."""
