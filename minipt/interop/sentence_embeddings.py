@@ -147,6 +147,8 @@ class SentenceEncoder:
     def embed(self, sentences: list[str], batch_size: int = 32) -> np.ndarray:
         """(N, C) sentence embeddings: mean of the last hidden states over real tokens,
         L2-normalised (when the folder's pipeline normalises)."""
+        if isinstance(sentences, str) or not len(sentences):
+            raise ValueError("sentences: expected a non-empty list of strings")
         out = []
         with eval_mode(self.encoder):
             for start in range(0, len(sentences), batch_size):
