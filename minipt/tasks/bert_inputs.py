@@ -17,8 +17,8 @@ specials works and the word -> piece alignment is exact.
 
 Length: an example longer than ``max_length`` is refused with a ValueError naming its
 length, except for sentence pairs, which are truncated as BERT's ``run_classifier``
-does: the longer of A and B loses its last token until the pair fits (the "longest
-first" rule). Tags and answers are never cut silently.
+does: the longer of A and B (A on ties) loses its last token until the pair fits (the
+"longest first" rule, ``objectives.sentence_pairs.truncate_pair``). Tags and answers are never cut silently.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import numpy as np
 from ..core.checks import check_positive_int
 from ..data.toy_tasks import TAG_SET
 from ..objectives.common import IGNORE
+from ..objectives.sentence_pairs import truncate_pair
 from ..tokenizers.base import Tokenizer
 from ..tokenizers.special import CLS, PAD, SEP
 
@@ -44,14 +45,6 @@ def pieces(tok: Tokenizer, words: list[str]) -> list[list[int]]:
     return out
 
 
-def truncate_pair(a: list[int], b: list[int], room: int) -> tuple[list[int], list[int]]:
-    """Longest first: drop the last token of the longer list until len(a) + len(b) <= room."""
-    a, b = list(a), list(b)
-    while len(a) + len(b) > room:
-        (a if len(a) > len(b) else b).pop()
-    return a, b
-
-
 def encode_example(kind: str, ex: dict, tok: Tokenizer, max_length: int) -> dict:
     """One example -> {"ids", "segments", and per kind "label" | "tags" | "context", "start", "end"}."""
     if kind not in KINDS:
@@ -60,9 +53,7 @@ def encode_example(kind: str, ex: dict, tok: Tokenizer, max_length: int) -> dict
     flat = lambda ps: [i for p in ps for i in p]
     if kind in PAIRS:
         a, b = (flat(pieces(tok, ex[k].split())) for k in PAIRS[kind])
-        if max_length < 5:
-            raise ValueError(f"max_length {max_length} leaves no room for a pair ([CLS] A [SEP] B [SEP])")
-        a, b = truncate_pair(a, b, max_length - 3)
+        a, b = truncate_pair(a, b, max_length)
         ids = [cls] + a + [sep] + b + [sep]
         return {"ids": ids, "segments": [0] * (len(a) + 2) + [1] * (len(b) + 1), "label": int(ex["label"])}
     if kind in ("sentiment", "tagging"):

@@ -11,7 +11,6 @@ from minipt.tasks.bert_inputs import (
     encode_example,
     make_batch,
     score,
-    truncate_pair,
 )
 from minipt.tokenizers.special import BERT_SPECIALS
 from minipt.tokenizers.wordpiece import WordPieceTokenizer
@@ -67,11 +66,11 @@ def test_every_generated_answer_round_trips_through_the_tokens():
 
 
 def test_pairs_are_truncated_longest_first():
-    assert truncate_pair([1, 2, 3, 4, 5], [6, 7], 5) == ([1, 2, 3], [6, 7])
-    assert truncate_pair([1, 2, 3], [4, 5, 6], 4) == ([1, 2], [4, 5])
+    a, b = ids("the old king sees his gold near the river ."), ids("the king sees his gold .")
     x = encode_example("entailment", {"premise": "the old king sees his gold near the river .",
                                       "hypothesis": "the king sees his gold .", "label": 1}, TOK, 12)
     assert len(x["ids"]) == 12 and x["ids"].count(SEP) == 2
+    assert x["ids"] == [CLS] + a[:4] + [SEP] + b[:5] + [SEP]           # 11 + 7 pieces: A loses 7, B 2
 
 
 def test_too_long_examples_and_bad_spans_are_refused():
