@@ -42,17 +42,31 @@ def gelu_tanh_backward(dy: np.ndarray, cache) -> np.ndarray:
     return fn(np.ascontiguousarray(dy, dtype=flat.dtype).reshape(-1), flat).reshape(dy.shape)
 
 
-def gelu_forward(x: np.ndarray):
-    """Exact GELU x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2."""
-    check_float("x", x)
+def gelu_forward_numpy(x: np.ndarray) -> np.ndarray:
+    """Exact GELU x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2: x (N,) -> y (N,)."""
     cdf = (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
-    return x * cdf, (x, cdf)
+    return x * cdf
+
+
+def gelu_backward_numpy(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """dy, x (N,) -> dx (N,) = dy (Phi(x) + x phi(x))."""
+    cdf = (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
+    pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    return dy * (cdf + x * pdf)
+
+
+def gelu_forward(x: np.ndarray):
+    """Exact GELU (BERT): the Numba kernel ``kernels/gelu_erf.py`` or the NumPy twin."""
+    check_float("x", x)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    fn = kernels.get("gelu_forward") or gelu_forward_numpy
+    return fn(flat).reshape(x.shape), flat
 
 
 def gelu_backward(dy: np.ndarray, cache) -> np.ndarray:
-    x, cdf = cache
-    pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-    return dy * (cdf + x * pdf)
+    flat = cache
+    fn = kernels.get("gelu_backward") or gelu_backward_numpy
+    return fn(np.ascontiguousarray(dy, dtype=flat.dtype).reshape(-1), flat).reshape(dy.shape)
 
 
 def relu_forward(x: np.ndarray):
