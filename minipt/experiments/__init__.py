@@ -13,6 +13,8 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                  "four-stage transfer: general, domain- and task-adaptive pre-training, fine-tuning; forgetting"),
     "multimodal": ("minipt.experiments.multimodal",
                    "single- vs two-stream vision-language models, pre-trained vs not: retrieval and VQA"),
+    "bert_variants": ("minipt.experiments.bert_variants",
+                      "RoBERTa's static vs dynamic masking and NSP ablation, ALBERT's NSP vs SOP, ELECTRA vs BERT"),
 }
 
 

@@ -43,18 +43,20 @@ def gelu_tanh_backward(dy: np.ndarray, cache) -> np.ndarray:
 
 
 def gelu_forward_numpy(x: np.ndarray) -> np.ndarray:
-    """x (N,) -> y (N,): exact GELU x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2."""
-    return x * (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
+    """Exact GELU x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2: x (N,) -> y (N,)."""
+    cdf = (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
+    return x * cdf
 
 
 def gelu_backward_numpy(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """dy, x (N,) -> dx (N,): dy (Phi(x) + x phi(x))."""
+    """dy, x (N,) -> dx (N,) = dy (Phi(x) + x phi(x))."""
     cdf = (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
     pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
     return dy * (cdf + x * pdf)
 
 
 def gelu_forward(x: np.ndarray):
+    """Exact GELU (BERT): the Numba kernel ``kernels/gelu_erf.py`` or the NumPy twin."""
     check_float("x", x)
     flat = np.ascontiguousarray(x).reshape(-1)
     fn = kernels.get("gelu_forward") or gelu_forward_numpy

@@ -1,0 +1,124 @@
+"""Write tests/interop/fixtures/<arch>/ and <arch>_reference.safetensors for the BERT family:
+tiny random transformers models and what transformers computes with them, for the default
+test suite (no torch) to check minipt against (tests/interop/test_bert_fixtures.py).
+
+Run by hand with torch 2.13.0 and transformers 5.23.0 (see scripts/make_hf_fixtures.py):
+
+    /work/hfvenv/bin/python scripts/make_bert_fixtures.py            # every architecture
+    /work/hfvenv/bin/python scripts/make_bert_fixtures.py bert       # one
+
+Each model: 2 layers, hidden 16, 2 heads, intermediate 24, vocab 40, 16 positions, float64,
+exact GELU, no dropout, eager attention, every parameter random (matrices N(0, 0.2^2), norm
+gains 1 + N(0, 0.1^2), biases N(0, 0.1^2)). One batch of 2 sequences of 10 tokens,
+``[CLS] A [SEP] B [SEP]``, the second row padded (``attention_mask`` 0 on its last 3
+positions, pad id 0), three positions per row replaced by [MASK] (id 3) with their
+original ids as MLM labels (-100 elsewhere).
+
+- ``bert`` (``BertForPreTraining``): MLM + NSP (``next_sentence_label`` [1, 0]), tied decoder.
+
+The reference file holds the batch, ``logits`` (prediction scores), the other head's
+logits where there is one, ``loss`` and ``grad/<name>`` for every parameter
+(``named_parameters``: a tied weight appears once, under the embedding's name).
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import safetensors
+import torch
+import transformers
+from safetensors.numpy import save_file
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "interop" / "fixtures"
+V, P, C, L, H, F, B, T = 40, 16, 16, 2, 2, 24, 2, 10
+PAD, CLS, SEP, MASK = 0, 1, 2, 3
+COMMON = dict(vocab_size=V, hidden_size=C, num_hidden_layers=L, num_attention_heads=H, intermediate_size=F,
+              max_position_embeddings=P, hidden_act="gelu", hidden_dropout_prob=0.0,
+              attention_probs_dropout_prob=0.0, layer_norm_eps=1e-12, type_vocab_size=2, pad_token_id=PAD)
+
+
+def randomize(model: torch.nn.Module, gen: torch.Generator) -> None:
+    """Every parameter random: matrices N(0, 0.2^2), norm gains 1 + N(0, 0.1^2), the rest N(0, 0.1^2)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen, dtype=torch.float64)
+            if name.endswith("LayerNorm.weight"):
+                p.copy_(1.0 + 0.1 * noise)
+            elif p.ndim == 1:
+                p.copy_(0.1 * noise)
+            else:
+                p.copy_(0.2 * noise)
+
+
+def pretraining_batch(gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """``[CLS] A [SEP] B [SEP]`` (2, 10), row 1 padded; 3 [MASK]ed positions per row."""
+    ids = torch.randint(4, V, (B, T), generator=gen)
+    ids[:, 0] = CLS
+    ids[0, 4], ids[0, 9] = SEP, SEP                       # row 0: A = 3 tokens, B = 4
+    ids[1, 3], ids[1, 6] = SEP, SEP                       # row 1: A = 2, B = 2, then 3 padding
+    ids[1, 7:] = PAD
+    segments = torch.tensor([[0] * 5 + [1] * 5, [0] * 4 + [1] * 3 + [0] * 3])
+    mask = torch.tensor([[1] * 10, [1] * 7 + [0] * 3])
+    labels = torch.full((B, T), -100)
+    for b, where in enumerate(([2, 5, 8], [1, 2, 5])):
+        for t in where:
+            labels[b, t] = ids[b, t]
+            ids[b, t] = MASK
+    return dict(input_ids=ids, token_type_ids=segments, attention_mask=mask, labels=labels)
+
+
+def reference(model, out, prefix: str = "") -> dict[str, np.ndarray]:
+    ref = {f"{prefix}logits": out.logits.detach().numpy() if hasattr(out, "logits") else
+           out.prediction_logits.detach().numpy(), f"{prefix}loss": out.loss.detach().numpy()}
+    for name, p in model.named_parameters():                    # tied weights appear once
+        assert p.grad is not None, f"{name} received no gradient"
+        ref[f"{prefix}grad/{name}"] = p.grad.numpy().copy()
+    return ref
+
+
+def bert(gen: torch.Generator) -> tuple:
+    cfg = transformers.BertConfig(**COMMON, tie_word_embeddings=True, attn_implementation="eager")
+    model = transformers.BertForPreTraining(cfg).to(torch.float64).eval()
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight, "not tied"
+    randomize(model, gen)
+    inputs = pretraining_batch(gen)
+    nsp = torch.tensor([1, 0])
+    out = model(input_ids=inputs["input_ids"], token_type_ids=inputs["token_type_ids"],
+                attention_mask=inputs["attention_mask"], labels=inputs["labels"], next_sentence_label=nsp)
+    out.loss.backward()
+    ref = reference(model, out)
+    ref["nsp_logits"], ref["next_sentence_label"] = out.seq_relationship_logits.detach().numpy(), nsp.numpy()
+    return model, inputs, ref
+
+
+ARCHS = {"bert": bert}
+
+
+def write(name: str) -> None:
+    torch.set_default_dtype(torch.float64)
+    gen = torch.Generator().manual_seed(0)
+    model, inputs, ref = ARCHS[name](gen)
+    folder = OUT / name
+    shutil.rmtree(folder, ignore_errors=True)
+    model.save_pretrained(folder)
+    (folder / "generation_config.json").unlink(missing_ok=True)
+    ref.update({k: v.numpy() for k, v in inputs.items()})
+    meta = {"torch": torch.__version__, "transformers": transformers.__version__,
+            "safetensors": safetensors.__version__, "numpy": np.__version__, "script": "scripts/make_bert_fixtures.py",
+            "class": type(model).__name__}
+    save_file({k: np.asarray(v, order="C") for k, v in ref.items()}, str(OUT / f"{name}_reference.safetensors"),
+              metadata=meta)
+    print(f"{name}: {type(model).__name__}, loss {float(ref['loss']):.6f}, "
+          f"{sum(p.numel() for p in model.parameters())} parameters")
+
+
+def main() -> None:
+    for name in sys.argv[1:] or list(ARCHS):
+        write(name)
+
+
+if __name__ == "__main__":
+    main()
