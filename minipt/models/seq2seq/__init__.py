@@ -1,0 +1,1 @@
+"""Encoder-decoder models: a bidirectional encoder, an autoregressive decoder with cross-attention."""
