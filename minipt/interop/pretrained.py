@@ -9,6 +9,8 @@ three layouts, chosen by ``model_type``:
 - ``openai-gpt`` <-> ``OpenAIGPTLMHeadModel`` (``openai_gpt_layout.py``): GPT-1 (post-LN).
 - ``xlnet`` <-> ``XLNetLMHeadModel`` (``xlnet_layout.py``): minipt's XLNet (``models/unified/xlnet.py``),
   one of ``MODEL_LAYOUTS``, the layouts of models other than ``GPT``, found by config class.
+- ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``),
+  another of ``MODEL_LAYOUTS``.
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
@@ -38,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..models.decoder.gpt import GPT, GPTConfig
-from . import gpt2_layout, llama_layout, openai_gpt_layout, xlnet_layout
+from . import bart_layout, gpt2_layout, llama_layout, openai_gpt_layout, xlnet_layout
 from .hf_config import read_config, write_config
 from .layout import from_theirs, their_shapes, to_theirs
 from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
@@ -46,7 +48,7 @@ from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
 LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layout)}
 # Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
 # its model (``build(config, rng, dtype)``); a config of that class exports through it.
-MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout,)}
+MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bart_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
@@ -198,7 +200,7 @@ def from_pretrained(folder, *, dtype=None) -> GPT:
         else GPT(config, rng=np.random.default_rng(0), dtype=_pick_dtype(dtype, index))
     table = layout.entries(config)
     want = their_shapes(table, {n: p.shape for n, p in model.named_parameters()})
-    spare_head = config.tie_embeddings and "lm_head.weight" in index     # some tied files still store it
+    spare_head = getattr(config, "tie_embeddings", True) and "lm_head.weight" in index   # BART: always tied     # some tied files still store it
     have = {n: v for n, v in index.items() if not (spare_head and n == "lm_head.weight")}
 
     missing = [n for n in want if n not in have]

@@ -35,7 +35,7 @@ Parameters (V vocab, P max_positions, C d_model, F d_ff; ``encoder.blocks.i`` an
 | decoder.blocks.i.cross_attn.kv_proj.* | (2C, C), (2C,) | encoder_attn.{k,v}_proj stacked |
 | decoder.blocks.i.cross_attn.c_proj.*, ln_cross.* | | encoder_attn.out_proj.*, encoder_attn_layer_norm.* |
 | *.blocks.i.mlp.c_fc.*, mlp.c_proj.*, ln_2.* | (F, C), (C, F), (C,) | fc1.*, fc2.*, final_layer_norm.* |
-| final_logits_bias | (V,) | final_logits_bias (1, V), a buffer there: trained here |
+| final_logits_bias | (1, V) | final_logits_bias, a buffer there: trained here |
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ class Bart(Module):
             setattr(self, f"{side}_drop", Dropout(c.dropout, rng=np.random.default_rng(rng.integers(2**63))))
         self.encoder = TransformerStack(c.encoder_layers, **stack)
         self.decoder = TransformerStack(c.decoder_layers, cross_attention=True, **stack)
-        self.add_param("final_logits_bias", init.zeros(c.vocab_size, dtype))                # (V,)
+        self.add_param("final_logits_bias", init.zeros((1, c.vocab_size), dtype))           # (1, V)
         self._cache = None
 
     # -- the model protocol -------------------------------------------------------
@@ -224,7 +224,7 @@ class Bart(Module):
 
     def head(self, h: np.ndarray, targets: np.ndarray | None):
         """Top states (B, T, C) -> loss (or None), logits (B, T, V) = h W_e^T + b."""
-        logits, lin = linear_forward(h, self.params_of_shared(), self.params["final_logits_bias"])   # (B, T, V)
+        logits, lin = linear_forward(h, self.params_of_shared(), self.params["final_logits_bias"][0])  # (B, T, V)
         loss = ce = None
         if targets is not None:
             loss, ce = cross_entropy_forward(logits, targets)
@@ -250,7 +250,7 @@ class Bart(Module):
             raise RuntimeError("backward needs a forward with targets")
         dh, dw, db = linear_backward(cross_entropy_backward(dloss, ce), lin)              # (B, T, C)
         self.shared.grads["weight"] += dw                                                # tied output layer
-        self.grads["final_logits_bias"] += db
+        self.grads["final_logits_bias"][0] += db
         self.backward_hidden(dh)
 
 
@@ -356,7 +356,7 @@ class EmbeddingsProbe(Module):
         lin, ce = self.model._cache
         dh, dw, db = linear_backward(cross_entropy_backward(dloss, ce), lin)
         self.model.shared.grads["weight"] += dw
-        self.model.grads["final_logits_bias"] += db
+        self.model.grads["final_logits_bias"][0] += db
         return self.model.backward_embedded(dh)
 
 
