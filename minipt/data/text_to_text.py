@@ -29,6 +29,7 @@ score it against, so ``score`` refuses it by name and ``minipt generate`` prints
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -171,6 +172,12 @@ def encode_pairs(tok: WordTokenizer, pairs: Sequence[dict], max_source_len: int,
         target_in[b, :len(t) + 1] = [bos, *t]
         targets[b, :len(t) + 1] = [*t, eos]
     return source, target_in, targets
+
+
+def answer_text(tok: WordTokenizer, ids: Sequence[int]) -> str:
+    """Decoded answer ids as text, numbers rejoined ("3 . 4" -> "3.4"; the word tokenizer
+    splits "3.4" into three words and decodes with spaces)."""
+    return re.sub(r"(?<=\d) \. (?=\d)", ".", tok.decode(list(ids)))
 
 
 def answer_words(answer: str) -> list[str]:

@@ -93,6 +93,8 @@ def test_tokenizer_and_batches_teacher_forcing(data):
     y1 = tok.encode(pairs[1]["target"])
     assert tin[1].tolist() == [1, *y1] and tgt[1].tolist() == [*y1, 2]   # the longest: no padding
     assert tok.decode(y1) == pairs[1]["target"]
+    sim = data["similarity"]["train"][0]["target"]
+    assert t2t.answer_text(tok, tok.encode(sim)) == sim and tok.decode(tok.encode(sim)) == " . ".join(sim.split("."))
 
 
 def test_batches_refuse_long_and_empty_pairs(data):

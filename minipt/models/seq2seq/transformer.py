@@ -51,6 +51,7 @@ from ...nn.stack import TransformerStack
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.embedding import embedding_backward, embedding_forward
 from ...ops.linear import linear_backward, linear_forward
+from ...recipes.seq2seq import PRESETS, train_seq2seq
 from ..protocol import IGNORE
 from ..registry import ModelEntry, register
 
@@ -246,4 +247,4 @@ register(ModelEntry(
     name="transformer", title="Transformer (encoder-decoder)",
     paper="Vaswani et al. 2017, Attention Is All You Need",
     objective="teacher-forced cross-entropy on the target", build=build, tiny=tiny,
-    lesson="18_encoder_decoder", language_model=False))
+    lesson="18_encoder_decoder", presets=PRESETS, recipe=train_seq2seq, language_model=False))
