@@ -1,1 +1,1 @@
-"""Encoder-decoder models: a bidirectional encoder, an autoregressive decoder with cross-attention."""
+"""Encoder-decoder models: the Transformer, T5, BART, MASS."""
