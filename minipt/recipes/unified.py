@@ -43,7 +43,8 @@ PAD, SOS, EOS, MASK, START, END = "[PAD]", "[SOS]", "[EOS]", "[MASK]", "[START]"
 RUN_FILES = ("run.json", "checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
 
 UNILM_PRESETS = {
-    "toy": Preset(model=dict(max_position=32, n_layer=2, n_head=4, d_model=64, d_ff=256, dropout=0.0),
+    "toy": Preset(model=dict(max_position=32, n_layer=2, n_head=4, d_model=64, d_ff=256, dropout=0.0,
+                             activation="gelu_tanh"),
                   batch_size=32, train=dict(steps=600, lr=2e-3, min_lr=2e-4, warmup=50, weight_decay=0.01,
                                             eval_every=100, eval_batches=4, grad_clip=1.0),
                   data=dict(pairs=4000, mask_prob=0.15, finetune_steps=400, finetune_mask_prob=0.5,
@@ -51,6 +52,18 @@ UNILM_PRESETS = {
                   expected=""),
 }
 
+PREFIX_PRESETS = {
+    "toy": Preset(model=dict(block_size=32, n_layer=2, n_head=4, d_model=64), batch_size=32,
+                  train=dict(steps=600, lr=3e-3, min_lr=3e-4, warmup=50, weight_decay=0.1, eval_every=100,
+                             eval_batches=4, grad_clip=1.0),
+                  data=dict(n_words=100_000, block_size=32), expected=""),
+}
+GLM_PRESETS = {
+    "toy": Preset(model=dict(max_position=32, n_layer=2, n_head=4, d_model=64, activation="gelu_tanh"), batch_size=32,
+                  train=dict(steps=800, lr=2e-3, min_lr=2e-4, warmup=50, weight_decay=0.01, eval_every=100,
+                             eval_batches=4, grad_clip=1.0),
+                  data=dict(sentences=4000, ratio=0.15, held_out=300), expected=""),
+}
 
 # -- vocabulary and padding ----------------------------------------------------------------
 @lru_cache(maxsize=1)
@@ -186,7 +199,129 @@ def _unilm(entry, p, seed):
     return model, get, evaluate, f"{len(pairs)} toy sentence pairs (the second about the first's subject)"
 
 
-MAKERS = {"unilm": _unilm}
+# -- prefix LM ------------------------------------------------------------------------------
+def word_stream(n_words: int, seed: int) -> np.ndarray:
+    """Ids of ``n_words`` words of the toy language (document ends dropped)."""
+    from ..data.toy_grammar import END_WORD
+    from ..data.toy_tasks import language
+    words = language().sample_words(n_words, np.random.default_rng(seed))
+    return ids([w for w in words if w != END_WORD])
+
+
+def prefix_batch(stream: np.ndarray, rng: np.random.Generator, B: int, T: int):
+    """(idx, targets, prefix_len) for B random windows of T + 1 words, each split at a
+    uniform point (``objectives.unified.prefix_lm``): no loss on the prefix."""
+    from ..objectives.unified import prefix_lm
+    starts = rng.integers(0, len(stream) - T - 1, B)
+    made = [prefix_lm(stream[s:s + T + 1], rng) for s in starts]
+    prefix_len = np.array([int(m[2][0].sum()) for m in made])             # what position 0 sees: the prefix
+    return np.stack([m[0] for m in made]), np.stack([m[1] for m in made]), prefix_len
+
+
+def _prefixlm(entry, p, seed):
+    T = p.data["block_size"]
+    train_ids, val_ids = word_stream(p.data["n_words"], seed), word_stream(p.data["n_words"] // 10, seed + 1000)
+    model = entry.build(rng=np.random.default_rng(seed), vocab_size=tokenizer().vocab_size, **p.model)
+
+    def get(split, rng):
+        return prefix_batch(train_ids if split == "train" else val_ids, rng, p.batch_size, T)
+
+    def evaluate(model):
+        idx, targets, prefix_len = prefix_batch(val_ids, np.random.default_rng(seed + 2), 256, T)
+        with eval_mode(model):
+            found = {"held-out loss after the prefix (nats/word)": float(model(idx, targets, prefix_len)[0]),
+                     "the same positions read left to right": float(model(idx, targets, 0)[0])}
+        return [f"{k} {v:.3f}" for k, v in found.items()], found
+    return model, get, evaluate, f"{len(train_ids):,} words of the toy language, windows of {T}"
+
+
+# -- GLM --------------------------------------------------------------------------------------
+def glm_batch(sentences, rng: np.random.Generator, B: int, ratio: float):
+    """(ids, positions (B, 2, N), mask (B, N, N), targets) for B random sentences."""
+    from ..objectives.permutation import glm_blank_infilling
+    sp = special_ids()
+    rows = [glm_blank_infilling(sentences[k], rng, mask_id=sp["mask_id"], start_id=sp["start_id"],
+                                end_id=sp["end_id"], ratio=ratio) for k in rng.integers(0, len(sentences), B)]
+    return tuple(pad_batch(rows, ("ids", "positions", "mask", "targets")))
+
+
+def special_ids() -> dict:
+    tok = tokenizer()
+    return {k: tok.token_to_id(t) for k, t in (("mask_id", MASK), ("start_id", START), ("end_id", END))}
+
+
+def toy_sentences(n: int, seed: int) -> list[list[str]]:
+    from ..data.toy_tasks import language
+    rng = np.random.default_rng(seed)
+    return [language().sample_sentence(rng)[0] for _ in range(n)]
+
+
+def fill_rates(model, sentences: list[list[str]], seed: int, ratio: float) -> dict:
+    """Blank each sentence as in training, fill the blanks greedily, and count the filled
+    sentences the toy language can produce (oracle probability > 0); the same for random
+    words of the true spans' lengths, and for exact recovery of the removed words."""
+    from ..data.toy_tasks import language
+    from ..objectives.permutation import glm_blank_infilling
+    lang, tok, sp, rng = language(), tokenizer(), special_ids(), np.random.default_rng(seed)
+    from ..data.toy_grammar import END_WORD
+    words = [w for w in lang.vocab if w != END_WORD]
+    ok = ok_random = exact = 0
+    for sent in sentences:
+        ex = glm_blank_infilling(ids(sent), rng, ratio=ratio, **sp)
+        part_a = ex["ids"][:ex["n_a"]]
+        truth = _spans_in_order(ex)
+        spans = model.fill(part_a, **sp, max_span=max(len(s) for s in truth) + 3)
+        guess = [list(rng.choice(words, len(s))) for s in truth]
+        ok += _grammatical(lang, tok, part_a, spans, sp["mask_id"])
+        ok_random += _grammatical(lang, tok, part_a, [ids(g).tolist() for g in guess], sp["mask_id"])
+        exact += spans == truth
+    n = len(sentences)
+    return {"grammatical fills": ok / n, "grammatical random fills": ok_random / n, "exact fills": exact / n}
+
+
+def _spans_in_order(ex) -> list[list[int]]:
+    """The removed spans of a blank-infilling example, in the order of their blanks."""
+    n_a, ids_, pos = ex["n_a"], ex["ids"], ex["positions"]
+    by_blank: dict[int, list[int]] = {}
+    for k in range(n_a, len(ids_)):
+        if pos[1, k] > 1:                                               # a span token (not its [START])
+            by_blank.setdefault(int(pos[0, k]), []).append(int(ids_[k]))
+        else:
+            by_blank.setdefault(int(pos[0, k]), [])
+    return [by_blank[m] for m in sorted(by_blank)]
+
+
+def _grammatical(lang, tok, part_a, spans, mask_id: int) -> bool:
+    """Part A with its blanks replaced by ``spans``: can the toy language say it?"""
+    out, k = [], 0
+    for t in part_a:
+        if t == mask_id:
+            out += list(spans[k])
+            k += 1
+        else:
+            out.append(int(t))
+    words = [tok.id_to_token(i) for i in out]
+    if any(w not in lang.vocab for w in words) or not words:
+        return False
+    return bool(np.isfinite(lang.log_prob(words)))
+
+
+def _glm(entry, p, seed):
+    sentences = [ids(s) for s in toy_sentences(p.data["sentences"], seed)]
+    held_words = toy_sentences(p.data["held_out"], seed + 1000)
+    held = [ids(s) for s in held_words]
+    model = entry.build(rng=np.random.default_rng(seed), vocab_size=tokenizer().vocab_size, **p.model)
+
+    def get(split, rng):
+        return glm_batch(sentences if split == "train" else held, rng, p.batch_size, p.data["ratio"])
+
+    def evaluate(model):
+        found = fill_rates(model, held_words, seed + 2, p.data["ratio"])
+        return [f"{k} {v:.3f}" for k, v in found.items()], found
+    return model, get, evaluate, f"{len(sentences)} toy sentences, {p.data['ratio']:.0%} of the words blanked"
+
+
+MAKERS = {"unilm": _unilm, "prefixlm": _prefixlm, "glm": _glm}
 
 
 def train_unified(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,

@@ -44,17 +44,7 @@ from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..encoder.bert import BertConfig, BertEncoder, perturbed
 from ..protocol import IGNORE
 from ..registry import GradcheckCase, ModelEntry, register
-
-
-def check_mask(mask, B: int, T: int, S: int | None = None) -> np.ndarray:
-    """A boolean may-attend mask (T, S) or (B, T, S) for B rows of T queries and S keys."""
-    S = T if S is None else S
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        raise TypeError(f"mask: expected a boolean may-attend array, got dtype {mask.dtype}")
-    if mask.shape not in ((T, S), (B, T, S)):
-        raise ValueError(f"mask: expected shape ({T}, {S}) or ({B}, {T}, {S}), got {mask.shape}")
-    return mask
+from .common import HiddenProbe, check_mask
 
 
 class UniLM(Module):
@@ -247,20 +237,6 @@ def tiny_model(seed: int = 0) -> UniLM:
 
 def tiny():
     return tiny_model(), tiny_batch("seq2seq")
-
-
-class HiddenProbe(Module):
-    """Wraps UniLM so ``check_module`` sees the embedded inputs (B, T, C) as its float input."""
-
-    def __init__(self, model: UniLM):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, mask, labels, nsp):
-        return self.model.forward_hidden(x, mask, labels, nsp)[0]
-
-    def backward(self, dloss):
-        return self.model.backward_hidden(dloss)
 
 
 def check_mode(mode: str):
