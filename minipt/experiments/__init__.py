@@ -11,6 +11,10 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                   "BERT vs entity masking (ERNIE-Baidu) vs entity fusion (ERNIE-Tsinghua) on a task needing facts"),
     "transfer": ("minipt.experiments.transfer",
                  "four-stage transfer: general, domain- and task-adaptive pre-training, fine-tuning; forgetting"),
+    "fine-tuning": ("minipt.experiments.fine_tuning",
+                    "BERT fine-tuned vs feature-based (frozen) vs no pre-training on four toy tasks"),
+    "masking": ("minipt.experiments.masking",
+                "BERT pre-trained with token, whole-word, span and phrase masking; downstream span QA"),
     "multimodal": ("minipt.experiments.multimodal",
                    "single- vs two-stream vision-language models, pre-trained vs not: retrieval and VQA"),
 }
