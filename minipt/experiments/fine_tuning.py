@@ -1,0 +1,125 @@
+"""Fine-tuning against feature-based transfer (Devlin et al. 2019, BERT, section 5.3 and
+table 7; Peters et al. 2018 for the feature-based recipe), with a no-pre-training baseline.
+
+One small BERT pre-trains (MLM + NSP) on the toy stories of ``data/encoder_corpus.py``
+(the same data and loop as ``minipt train bert``); then, on four toy tasks in BERT's
+input format (``tasks/bert_inputs.py``):
+
+- ``sentiment`` (single sentence, [CLS] classification),
+- ``entailment`` (sentence pair, [CLS] classification),
+- ``tagging`` (a word class per word, on its first piece),
+- ``span_qa`` (start/end of the answer in a short story),
+
+each of four settings is trained for the same number of steps and scored on the test
+split (accuracy; exact match of the span for QA):
+
+- ``pre-trained, fine-tuned``: every parameter moves;
+- ``pre-trained, frozen``: feature-based: the pre-trained encoder is fixed, only the head
+  learns (``freeze_encoder``);
+- ``no pre-training, fine-tuned``: the same model from a random start;
+- ``no pre-training, frozen``: a head on random features (what the head alone can do).
+
+Reported: one row per setting, one column per task, and each task's majority-class
+baseline (the most frequent label or tag of the test split; 0 for span QA).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import toy_tasks
+from ..data.encoder_corpus import encoder_corpus
+from ..models.encoder.bert import BertConfig, BertForPreTraining
+from ..models.encoder.finetune import MODELS
+from ..models.protocol import IGNORE
+from ..tasks.bert_inputs import BertTaskBatches, score
+from ..train import TrainConfig, train
+
+TASKS = {   # name -> (registry model, data)
+    "sentiment": ("bert-classify", lambda n, seed: toy_tasks.sentiment(n, seed)),
+    "entailment": ("bert-classify", lambda n, seed: toy_tasks.entailment(n, seed)),
+    "tagging": ("bert-tag", lambda n, seed: toy_tasks.tagging(n, seed)),
+    "span_qa": ("bert-qa", lambda n, seed: toy_tasks.span_qa(n, seed, n_sentences=(2, 3))),
+}
+SETTINGS = {"pre-trained, fine-tuned": (True, False), "pre-trained, frozen": (True, True),
+            "no pre-training, fine-tuned": (False, False), "no pre-training, frozen": (False, True)}
+MODEL = dict(max_position=64, n_layer=2, n_head=4, d_model=64, d_ff=256, dropout=0.1)
+BUDGETS = {"tiny": dict(pretrain=20, finetune=10, docs=100, examples=(32, 0, 32)),      # for tests
+           "quick": dict(pretrain=1000, finetune=150, docs=1000, examples=(400, 0, 200)),
+           "full": dict(pretrain=3000, finetune=400, docs=2000, examples=(1000, 0, 400))}
+MAX_LENGTH = 64
+
+
+def pretrain(corpus, steps: int, *, seed: int = 0, progress: bool = False, get_batch=None) -> BertForPreTraining:
+    """A BERT (``MODEL`` sizes) pre-trained for ``steps`` on ``get_batch`` (default the
+    corpus's MLM + NSP batches)."""
+    model = BertForPreTraining(BertConfig(vocab_size=corpus.vocab_size, **MODEL), rng=np.random.default_rng(seed))
+    config = TrainConfig(steps=steps, lr=1e-3, min_lr=1e-4, warmup=max(steps // 10, 1), weight_decay=0.01,
+                         eval_every=0, seed=seed, progress=progress)
+    train(model, get_batch or corpus.get_batch, config)
+    return model
+
+
+def fine_tune(task: str, data, tok, pretrained: BertForPreTraining | None, *, frozen: bool, steps: int,
+              config: BertConfig, seed: int = 0, progress: bool = False) -> float:
+    """Train ``task``'s model (from ``pretrained``'s encoder, or from scratch when None) for
+    ``steps`` and return its test accuracy."""
+    name, _ = TASKS[task]
+    head = {"n_classes": len(data.labels)} if name != "bert-qa" else {}
+    model = MODELS[name](config, rng=np.random.default_rng(seed + 1), freeze_encoder=frozen, **head)
+    if pretrained is not None:
+        model.load_pretrained(pretrained)
+    batches = BertTaskBatches(task, data, tok, MAX_LENGTH, batch_size=32)
+    lr = 1e-3 if frozen or pretrained is None else 3e-4    # fine-tuning moves pre-trained weights gently
+    train(model, batches.get_batch, TrainConfig(steps=steps, lr=lr, min_lr=lr / 10, warmup=max(steps // 10, 1),
+                                                weight_decay=0.01, eval_every=0, seed=seed, progress=progress))
+    return score(model, batches, "test")
+
+
+def majority(task: str, data) -> float:
+    """Accuracy of always answering the test split's most frequent label (or tag)."""
+    if task == "span_qa":
+        return 0.0
+    if task == "tagging":
+        tags = [t for ex in data.test for t in ex["tags"]]
+        return max(tags.count(t) for t in set(tags)) / len(tags)
+    labels = [ex["label"] for ex in data.test]
+    return max(labels.count(y) for y in set(labels)) / len(labels)
+
+
+def task_data(budget: dict, seed: int) -> dict:
+    return {task: make(budget["examples"], seed) for task, (_, make) in TASKS.items()}
+
+
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
+    """-> {"rows": [{"setting", task: accuracy, ...}], "majority": {task: accuracy}, "mlm accuracy", ...}."""
+    if budget not in BUDGETS:
+        raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    b = BUDGETS[budget]
+    corpus = encoder_corpus(n_docs=b["docs"], seed=seed, mode="nsp", max_length=32, batch_size=32)
+    pre = pretrain(corpus, b["pretrain"], seed=seed, progress=progress)
+    data = task_data(b, seed)
+    rows = []
+    for setting, (use_pretrained, frozen) in SETTINGS.items():
+        row = {"setting": setting}
+        for task in TASKS:
+            row[task] = fine_tune(task, data[task], corpus.tok, pre if use_pretrained else None, frozen=frozen,
+                                  steps=b["finetune"], config=pre.config, seed=seed, progress=progress)
+        rows.append(row)
+    return {"rows": rows, "majority": {t: majority(t, data[t]) for t in TASKS}, "budget": budget,
+            "pretrain steps": b["pretrain"], "finetune steps": b["finetune"],
+            "mlm accuracy": mlm_accuracy(pre, corpus, seed)}
+
+
+def mlm_accuracy(model: BertForPreTraining, corpus, seed: int = 0, n_batches: int = 10) -> float:
+    """Share of masked validation tokens the pre-trained model restores (eval mode)."""
+    from ..core.module import eval_mode
+    rng = np.random.default_rng(seed + 7)
+    right = total = 0
+    with eval_mode(model):
+        for _ in range(n_batches):
+            ids, segments, mask, targets, *_ = corpus.get_batch("val", rng)
+            _, logits = model(ids, segments, mask)
+            chosen = targets != IGNORE
+            right += int((logits.argmax(-1) == targets)[chosen].sum())
+            total += int(chosen.sum())
+    return right / total
