@@ -95,18 +95,20 @@ class _Batches:
 
 
 def evaluate(model, tok, pairs: list[dict], start_token: str, max_source_len: int,
-             batch_size: int = 50) -> dict[str, float]:
-    """Greedy answers to held-out ``pairs`` -> {task: score}, as ``text_to_text.score``."""
+             batch_size: int = 50) -> tuple[dict[str, float], dict[str, list[str]]]:
+    """Greedy answers to held-out ``pairs`` -> ({task: score} as ``text_to_text.score``,
+    {task: the answers, in the order of ``pairs``})."""
     start, eos = tok.token_to_id(start_token), tok.token_to_id(EOS)
     by_task: dict[str, tuple[list, list]] = {}
     for i in range(0, len(pairs), batch_size):
         chunk = pairs[i:i + batch_size]
-        src, _, _ = t2t.encode_pairs(tok, chunk, max_source_len, model.max_target_len)
+        src = t2t.encode_sources(tok, [e["input"] for e in chunk], max_source_len)
         for e, out in zip(chunk, greedy(model, src, start_id=start, eos_id=eos)):
             preds, refs = by_task.setdefault(e["task"], ([], []))
             preds.append(t2t.answer_text(tok, out))
             refs.append(e["target"])
-    return {task: t2t.score(task, p, r) for task, (p, r) in by_task.items()}
+    return ({task: t2t.score(task, p, r) for task, (p, r) in by_task.items()},
+            {task: p for task, (p, _) in by_task.items()})
 
 
 def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
@@ -153,8 +155,10 @@ def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
             report["resume_command"] = f"minipt train {entry.name} --out {shlex.quote(str(out))} --resume"
         else:
             test = [e for t in data.values() for e in t["test"]]
-            scores = evaluate(model, tok, test, hooks.start_token, p.model["max_source_len"])
+            scores, answers = evaluate(model, tok, test, hooks.start_token, p.model["max_source_len"])
             report["test_scores"] = scores
+            report["test_examples"] = {t: {"input": d["test"][0]["input"], "target": d["test"][0]["target"],
+                                           "answer": answers[t][0]} for t, d in data.items()}
             n = {t: len(d["test"]) for t, d in data.items()}
             summary.append("held-out greedy answers: " + ", ".join(
                 f"{t} {t2t.METRICS[t]} {s:.3f} (of {n[t]})" for t, s in scores.items()))

@@ -100,10 +100,12 @@ def test_tokenizer_and_batches_teacher_forcing(data):
 def test_batches_refuse_long_and_empty_pairs(data):
     tok = t2t.build_tokenizer(data)
     e = data["summarize"]["train"][0]
-    with pytest.raises(ValueError, match="pair too long: source"):
+    with pytest.raises(ValueError, match="input too long: .* tokens \\(max 5\\)"):
         t2t.encode_pairs(tok, [e], 5, 40)
-    with pytest.raises(ValueError, match="max 3"):
+    with pytest.raises(ValueError, match="target too long: .*max 3"):
         t2t.encode_pairs(tok, [e], 60, 3)
+    with pytest.raises(ValueError, match="an empty input"):
+        t2t.encode_sources(tok, [""], 40)
     with pytest.raises(ValueError, match="empty target"):
         t2t.encode_pairs(tok, [{"input": "sentiment: the cat .", "target": ""}], 40, 24)
     with pytest.raises(ValueError, match="no pairs"):
