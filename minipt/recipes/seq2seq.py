@@ -58,7 +58,7 @@ PRESETS = {
                   data=dict(sizes=(2000, 100, 200), limit=None, pretrain_steps=0),
                   expected="held-out greedy answers: translate exact match 1.000, summarize 0.995, sentiment "
                            "accuracy 0.995, similarity exact match 0.600 (its majority answer: 0.420); 181 s on 2 "
-                           "cores shared with other jobs (load 8-10)"),
+                           "cores shared with other jobs at load 8-10 (236 s at load 21)"),
 }
 
 
