@@ -15,6 +15,11 @@ positions, pad id 0), three positions per row replaced by [MASK] (id 3) with the
 original ids as MLM labels (-100 elsewhere).
 
 - ``bert`` (``BertForPreTraining``): MLM + NSP (``next_sentence_label`` [1, 0]), tied decoder.
+- ``roberta`` (``RobertaForMaskedLM``): MLM only, ``<s>`` 0, ``<pad>`` 1, ``</s>`` 2, mask id 4,
+  one segment, 18 position rows (16 + the offset 2), ``layer_norm_eps`` 1e-5.
+- ``albert`` (``AlbertForPreTraining``): E = 8 < H = 16, one layer group (every layer shared),
+  tanh GELU (``gelu_new``, ALBERT's default), MLM + SOP (``sentence_order_label`` [1, 0];
+  stored as ``next_sentence_label`` / ``nsp_logits``, minipt's names for the 2-way head).
 
 The reference file holds the batch, ``logits`` (prediction scores), the other head's
 logits where there is one, ``loss`` and ``grad/<name>`` for every parameter
@@ -53,9 +58,11 @@ def randomize(model: torch.nn.Module, gen: torch.Generator) -> None:
                 p.copy_(0.2 * noise)
 
 
-def pretraining_batch(gen: torch.Generator) -> dict[str, torch.Tensor]:
+def pretraining_batch(gen: torch.Generator, cls: int = CLS, sep: int = SEP, pad: int = PAD,
+                      mask_id: int = MASK) -> dict[str, torch.Tensor]:
     """``[CLS] A [SEP] B [SEP]`` (2, 10), row 1 padded; 3 [MASK]ed positions per row."""
-    ids = torch.randint(4, V, (B, T), generator=gen)
+    CLS, SEP, PAD, MASK = cls, sep, pad, mask_id
+    ids = torch.randint(5, V, (B, T), generator=gen)
     ids[:, 0] = CLS
     ids[0, 4], ids[0, 9] = SEP, SEP                       # row 0: A = 3 tokens, B = 4
     ids[1, 3], ids[1, 6] = SEP, SEP                       # row 1: A = 2, B = 2, then 3 padding
@@ -94,7 +101,38 @@ def bert(gen: torch.Generator) -> tuple:
     return model, inputs, ref
 
 
-ARCHS = {"bert": bert}
+def roberta(gen: torch.Generator) -> tuple:
+    cfg = transformers.RobertaConfig(**{**COMMON, "pad_token_id": 1, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
+                                        "max_position_embeddings": P + 2},
+                                     bos_token_id=0, eos_token_id=2,
+                                     tie_word_embeddings=True, attn_implementation="eager")
+    model = transformers.RobertaForMaskedLM(cfg).to(torch.float64).eval()
+    assert model.lm_head.decoder.weight is model.roberta.embeddings.word_embeddings.weight, "not tied"
+    randomize(model, gen)
+    inputs = pretraining_batch(gen, cls=0, sep=2, pad=1, mask_id=4)
+    inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+    out = model(**inputs)
+    out.loss.backward()
+    return model, inputs, reference(model, out)
+
+
+def albert(gen: torch.Generator) -> tuple:
+    cfg = transformers.AlbertConfig(**COMMON, embedding_size=8, num_hidden_groups=1, inner_group_num=1,
+                                    tie_word_embeddings=True, attn_implementation="eager")
+    cfg.hidden_act = "gelu_new"
+    model = transformers.AlbertForPreTraining(cfg).to(torch.float64).eval()
+    assert model.predictions.decoder.weight is model.albert.embeddings.word_embeddings.weight, "not tied"
+    randomize(model, gen)
+    inputs = pretraining_batch(gen)
+    sop = torch.tensor([1, 0])
+    out = model(**inputs, sentence_order_label=sop)
+    out.loss.backward()
+    ref = reference(model, out)
+    ref["nsp_logits"], ref["next_sentence_label"] = out.sop_logits.detach().numpy(), sop.numpy()
+    return model, inputs, ref
+
+
+ARCHS = {"bert": bert, "roberta": roberta, "albert": albert}
 
 
 def write(name: str) -> None:

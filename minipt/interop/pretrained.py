@@ -10,7 +10,9 @@ three layouts, chosen by ``model_type``:
 - ``xlnet`` <-> ``XLNetLMHeadModel`` (``xlnet_layout.py``): minipt's XLNet (``models/unified/xlnet.py``),
   one of ``MODEL_LAYOUTS``, the layouts of models other than ``GPT``, found by config class
   (and, where several share one, by ``export_problem``);
-- ``bert`` <-> ``BertForPreTraining`` (``bert_layout.py``): minipt's BERT (``models/encoder/bert.py``).
+- ``bert`` <-> ``BertForPreTraining`` (``bert_layout.py``): minipt's BERT (``models/encoder/bert.py``);
+  ``roberta`` <-> ``RobertaForMaskedLM`` (``roberta_layout.py``), ``albert`` <-> ``AlbertForPreTraining``
+  (``albert_layout.py``).
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
@@ -40,7 +42,15 @@ from pathlib import Path
 import numpy as np
 
 from ..models.decoder.gpt import GPT, GPTConfig
-from . import bert_layout, gpt2_layout, llama_layout, openai_gpt_layout, xlnet_layout
+from . import (
+    albert_layout,
+    bert_layout,
+    gpt2_layout,
+    llama_layout,
+    openai_gpt_layout,
+    roberta_layout,
+    xlnet_layout,
+)
 from .hf_config import read_config, write_config
 from .layout import from_theirs, their_shapes, to_theirs
 from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
@@ -48,7 +58,7 @@ from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
 LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layout)}
 # Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
 # its model (``build(config, rng, dtype)``); a config of that class exports through it.
-MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bert_layout)}
+MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bert_layout, roberta_layout, albert_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
