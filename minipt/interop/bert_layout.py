@@ -53,7 +53,7 @@ from .layout import Entry
 
 MODEL_TYPE = "bert"
 ARCHITECTURE = "BertForPreTraining"
-ACCEPTED = (ARCHITECTURE, "BertModel", "BertForMaskedLM")
+ACCEPTED = (ARCHITECTURE, "BertModel")           # BertModel: the encoder (sentence_embeddings.py)
 PREFIX = "bert."
 CONFIG = BertConfig
 ACTIVATION = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
