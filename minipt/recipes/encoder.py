@@ -61,9 +61,12 @@ RUN_FILES = ("run.json", "checkpoint.npz", "tokenizer.json", "metrics.jsonl", "l
 
 PRESETS = {
     "toy": Preset(model=dict(n_layer=2, n_head=4, d_model=64, d_ff=256, dropout=0.1), batch_size=32,
-                  train=dict(steps=600, lr=1e-3, min_lr=1e-4, warmup=60, weight_decay=0.01, eval_every=100,
+                  train=dict(steps=600, lr=2e-3, min_lr=2e-4, warmup=60, weight_decay=0.01, eval_every=100,
                              eval_batches=8, grad_clip=1.0, betas=(0.9, 0.999)),
-                  data=dict(n_docs=1000, vocab_size=250, max_length=32, n_instances={"train": 8000, "val": 600})),
+                  data=dict(n_docs=1000, vocab_size=250, max_length=32, n_instances={"train": 8000, "val": 600}),
+                  expected="masked-token accuracy 0.390 (most-frequent-token baseline 0.111); NSP accuracy 0.497 "
+                           "(chance 0.5, majority 0.502); validation loss 2.385; 600 steps, 89 s on a shared "
+                           "2-core machine at load 17"),
 }
 
 
