@@ -174,9 +174,8 @@ assert found["mlm_accuracy"] > found["mlm_baseline"]        # it learns to fill 
 # held-out pairs, chance level (the majority label is 0.502). Its cues are all
 # *relations* between A and B (same domain? same protagonist? the next place?): no
 # feature of A alone or of B alone says anything about the label, so the classifier
-# starts on a plateau that, at this scale, takes far longer than 600 steps to leave. A
-# longer run (2000 steps, not shown) got no further than 0.53. MLM, by contrast, has
-# first-order signal everywhere. (ALBERT's critique of NSP, in lesson 16, starts from
+# starts on a plateau that, at this scale, takes far longer than this budget to leave.
+# MLM, by contrast, has first-order signal everywhere. (ALBERT's critique of NSP, in lesson 16, starts from
 # what such a task can be solved *by*.)
 
 # %%
