@@ -53,7 +53,7 @@ from .layout import Entry
 
 MODEL_TYPE = "bert"
 ARCHITECTURE = "BertForPreTraining"
-ACCEPTED = (ARCHITECTURE, "BertModel", "BertForMaskedLM")
+ACCEPTED = (ARCHITECTURE, "BertModel")           # BertModel: the encoder (sentence_embeddings.py)
 PREFIX = "bert."
 CONFIG = BertConfig
 ACTIVATION = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
@@ -114,8 +114,8 @@ def is_buffer(name: str) -> bool:
 
 def export_problem(config) -> str | None:
     """Why ``BertForPreTraining`` cannot hold ``config`` (another member of the family), or None."""
-    if not isinstance(config, BertConfig):
-        return f"{type(config).__name__}: BertForPreTraining holds minipt's BERT only"
+    if type(config) is not BertConfig:                # RobertaConfig, AlbertConfig: their own layouts
+        return f"{type(config).__name__}: BertForPreTraining holds minipt's BERT (BertConfig) only"
     for field, bert, what in (("embedding_size", None, "a factorised embedding (ALBERT)"),
                               ("nsp", True, "no NSP head (RoBERTa)"),
                               ("position_offset", 0, "positions offset past the padding id (RoBERTa)")):
@@ -126,11 +126,15 @@ def export_problem(config) -> str | None:
     return None
 
 
-def read_encoder_config(hf: dict, accepted: tuple[str, ...] = ACCEPTED, **fields) -> BertConfig:
-    """The options every BERT-style ``config.json`` shares -> ``BertConfig(**fields, ...)``;
-    unsupported options raise, naming them."""
+def read_encoder_config(hf: dict, accepted: tuple[str, ...] = ACCEPTED, cls=BertConfig,
+                        activations: tuple[str, ...] = tuple(ACTIVATION), act_default: str = "gelu",
+                        dropout_default: float = 0.1, **fields) -> BertConfig:
+    """The options every BERT-style ``config.json`` shares -> ``cls(**fields, ...)``;
+    unsupported options raise, naming them. ``activations``: the ``hidden_act`` values the
+    architecture can take in minipt (RoBERTa's and ELECTRA's heads hard-code exact GELU)."""
     check_architectures(hf, accepted)
-    act = expect(hf, "hidden_act", tuple(ACTIVATION), "gelu", "minipt's encoder has exact GELU, tanh GELU and ReLU")
+    act = expect(hf, "hidden_act", activations, act_default,
+                 f"minipt's {cls.__name__} reads hidden_act {', '.join(activations)}")
     expect(hf, "position_embedding_type", ("absolute",), "absolute",
            "minipt's BERT has learned absolute positions only")
     expect(hf, "is_decoder", (False,), False, "minipt's BERT is a bidirectional encoder")
@@ -138,19 +142,19 @@ def read_encoder_config(hf: dict, accepted: tuple[str, ...] = ACCEPTED, **fields
     if not get_bool(hf, "tie_word_embeddings", True):
         raise ValueError("config.json: tie_word_embeddings = false is not supported: minipt's MLM decoder is "
                          "the word embedding")
-    rates = {k: get_float(hf, k, 0.1) for k in ("hidden_dropout_prob", "attention_probs_dropout_prob")}
+    rates = {k: get_float(hf, k, dropout_default) for k in ("hidden_dropout_prob", "attention_probs_dropout_prob")}
     if len(set(rates.values())) > 1:
         raise ValueError(f"config.json: dropout rates {rates} differ; minipt has one dropout rate for "
                          "attention, residual branches and embeddings")
     C, H = get_int(hf, "hidden_size", 768), get_int(hf, "num_attention_heads", 12)
     if C % H:
         raise ValueError(f"config.json: hidden_size {C} is not divisible by num_attention_heads {H}")
-    return BertConfig(vocab_size=get_int(hf, "vocab_size", 30522),
-                      max_position=get_int(hf, "max_position_embeddings", 512),
-                      type_vocab_size=get_int(hf, "type_vocab_size", 2),
-                      n_layer=get_int(hf, "num_hidden_layers", 12), n_head=H, d_model=C,
-                      d_ff=get_int(hf, "intermediate_size", 3072), dropout=rates["hidden_dropout_prob"],
-                      eps=get_float(hf, "layer_norm_eps", 1e-12), activation=ACTIVATION[act], **fields)
+    return cls(vocab_size=get_int(hf, "vocab_size", 30522),
+               max_position=get_int(hf, "max_position_embeddings", 512),
+               type_vocab_size=get_int(hf, "type_vocab_size", 2),
+               n_layer=get_int(hf, "num_hidden_layers", 12), n_head=H, d_model=C,
+               d_ff=get_int(hf, "intermediate_size", 3072), dropout=rates["hidden_dropout_prob"],
+               eps=get_float(hf, "layer_norm_eps", 1e-12), activation=ACTIVATION[act], **fields)
 
 
 def config_from_hf(hf: dict) -> BertConfig:

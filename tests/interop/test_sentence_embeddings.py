@@ -147,3 +147,14 @@ def test_minilm_embeddings_equal_sentence_transformers(minilm):
     assert minilm.max_seq_length == int(meta["max_seq_length"]) == 256
     assert np.abs(e - ref["embeddings"]).max() <= 1e-5
     np.testing.assert_allclose(np.linalg.norm(e, axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_cli_embed_finds_the_installed_package_by_itself(minilm, capsys):
+    assert main(["embed", "--similarity", "A man is playing a guitar.", "Someone strums an instrument.",
+                 "The stock market fell sharply today."]) == 0
+    rows = capsys.readouterr().out.strip().split("\n")[-3:]
+    s = np.array([[float(v) for v in row.split()[1:]] for row in rows])     # (3, 3) printed to 4 decimals
+    np.testing.assert_allclose(s, minilm.similarity(["A man is playing a guitar.", "Someone strums an instrument.",
+                                                     "The stock market fell sharply today."]), atol=6e-5)
+    assert s[0, 1] > 0.5 > 0.0 > s[0, 2]                  # paraphrases close, the unrelated pair apart
