@@ -38,10 +38,8 @@ from ..data.encoder_corpus import (
 )
 from ..models.encoder.albert import AlbertConfig, AlbertForPreTraining
 from ..models.encoder.bert import BertConfig, BertForPreTraining
-from ..models.encoder.electra import Electra, ElectraConfig
+from ..models.encoder.electra import Electra, ElectraConfig, electra_batches
 from ..models.encoder.finetune import BertForSequenceClassification
-from ..objectives.common import IGNORE
-from ..objectives.electra import generator_inputs
 from ..tasks.bert_inputs import BertTaskBatches, score
 from ..train import TrainConfig, evaluate, train
 
@@ -49,9 +47,9 @@ ENCODER = dict(n_layer=2, n_head=4, d_model=32, d_ff=64, dropout=0.1)
 GENERATOR = dict(generator_d_model=16, generator_n_head=2, generator_d_ff=32)   # 1/2 of D's width
 MAX_LENGTH, BATCH = 32, 32
 BUDGETS = {"tiny": dict(steps=6, finetune=4, docs=40, instances=160, sentiment=(48, 16, 32), eval_batches=1),
-           "quick": dict(steps=400, finetune=120, docs=400, instances=1600, sentiment=(200, 100, 400),
+           "quick": dict(steps=400, finetune=120, docs=400, instances=1600, sentiment=(24, 100, 400),
                          eval_batches=8),
-           "full": dict(steps=1500, finetune=200, docs=1000, instances=4000, sentiment=(200, 100, 1000),
+           "full": dict(steps=1500, finetune=200, docs=1000, instances=4000, sentiment=(24, 100, 1000),
                         eval_batches=16)}
 
 
@@ -76,17 +74,6 @@ def _pretrain(model, get_batch, steps: int, seed: int, progress: bool):
     config = TrainConfig(steps=steps, lr=2e-3, min_lr=2e-4, warmup=max(steps // 10, 1), weight_decay=0.01,
                          betas=(0.9, 0.999), eval_every=0, seed=seed, progress=progress)
     return train(model, get_batch, config)
-
-
-def _electra_batches(corpus: EncoderCorpus):
-    def get(split, rng):
-        ids, segments, mask, _ = corpus.unmasked(split, rng)
-        while True:
-            inputs, targets = generator_inputs(ids, rng, mask_id=corpus.mask_id, vocab_size=corpus.vocab_size,
-                                               special_ids=corpus.special_ids)
-            if (targets != IGNORE).any():
-                return inputs, segments, mask, targets
-    return get
 
 
 def head_accuracy(model, corpus: EncoderCorpus, n_batches: int, seed: int = 7) -> float:
@@ -168,7 +155,7 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
     electra = build(Electra, ElectraConfig(vocab_size=V, max_position=MAX_LENGTH, **ENCODER, **GENERATOR))
     flops = {"BERT": train_flops(dynamic), "ELECTRA": train_flops(electra)}
     electra_steps = max(1, round(steps * flops["BERT"] / flops["ELECTRA"]))
-    _pretrain(electra, _electra_batches(packed), electra_steps, seed, progress)
+    _pretrain(electra, electra_batches(packed), electra_steps, seed, progress)
     rows.append({"comparison": "electra", "model": f"BERT (MLM), {steps} steps", "metric": "sentiment test accuracy",
                  "value": next(r["value"] for r in rows if r["model"] == "full sentences, MLM only")})
     rows.append({"comparison": "electra", "model": f"ELECTRA, {electra_steps} steps", "metric": "sentiment test accuracy",
