@@ -117,7 +117,9 @@ def tiny(share: str | None = "all") -> tuple[AlbertForPreTraining, tuple]:
 _bert = PRESETS["toy"]
 ALBERT_PRESETS = {   # BERT's toy run with E 16, four layers sharing one set of weights, no dropout, SOP pairs
     "toy": replace(_bert, model={**_bert.model, "n_layer": 4, "embedding_size": 16, "share": "all", "dropout": 0.0},
-                   expected=""),
+                   expected="masked-token accuracy 0.346 (most-frequent-token baseline 0.124); SOP accuracy 0.495 "
+                            "(chance 0.5: not learned at this budget); validation loss 3.132; 600 steps, 480 s on a "
+                            "shared 2-core machine at load 20"),
 }
 
 register(ModelEntry(

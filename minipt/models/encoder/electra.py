@@ -278,7 +278,10 @@ def tiny() -> tuple[Electra, tuple]:
 _bert = PRESETS["toy"]
 ELECTRA_PRESETS = {   # BERT's toy run; the discriminator is BERT's size, the generator half as wide
     "toy": replace(_bert, model={**_bert.model, "generator_d_model": 32, "generator_n_head": 2,
-                                 "generator_d_ff": 128}, expected=""),
+                                 "generator_d_ff": 128},
+                   expected="replaced-token detection accuracy 0.884 (always 'original' 0.883; 1.5 % of the "
+                            "replaced tokens found); generator accuracy 0.272 at the masked positions; validation "
+                            "loss 19.788; 600 steps, 534 s on a shared 2-core machine at load 20"),
 }
 
 register(ModelEntry(

@@ -108,7 +108,10 @@ _bert = PRESETS["toy"]
 ROBERTA_PRESETS = {   # BERT's toy run with RoBERTa's changes: packed, MLM only, byte-level BPE, batch x2 at lr x1.5
     "toy": replace(_bert, model={**_bert.model, "pad_token_id": 1, "position_offset": 2}, batch_size=64,
                    train={**_bert.train, "steps": 300, "lr": 3e-3, "min_lr": 3e-4, "warmup": 30, "eval_every": 50},
-                   data={**_bert.data, "vocab_size": 400}, expected=""),
+                   data={**_bert.data, "vocab_size": 400},
+                   expected="masked-token accuracy 0.335 (most-frequent-token baseline 0.104); validation loss "
+                            "2.337; byte-level BPE vocabulary 400; 300 steps of 64, 431 s on a shared 2-core machine "
+                            "at load 20"),
 }
 
 register(ModelEntry(
