@@ -32,6 +32,7 @@ def tiny_presets(monkeypatch):
         monkeypatch.setitem(registry.get(name).presets, "tiny", tiny)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["roberta", "albert", "electra"])
 def test_short_run_reports_its_own_objective(tiny_presets, tmp_path, capsys, name):
     out = tmp_path / name
