@@ -306,13 +306,15 @@ class EncoderCorpus:
         return int(np.bincount(ids, minlength=self.vocab_size).argmax())
 
 
-def encoder_corpus(*, n_docs: int = 1000, vocab_size: int = 250, seed: int = 0, **kw) -> EncoderCorpus:
+def encoder_corpus(*, n_docs: int = 1000, vocab_size: int = 250, seed: int = 0, fit_tokenizer=None,
+                   **kw) -> EncoderCorpus:
     """Stories (``n_docs`` for training, a tenth more, independent, for validation), a
-    WordPiece vocabulary fitted on the training stories, and an ``EncoderCorpus`` over
+    WordPiece vocabulary fitted on the training stories (or ``fit_tokenizer(docs,
+    vocab_size)``'s, e.g. RoBERTa's byte-level BPE), and an ``EncoderCorpus`` over
     them; ``kw`` goes to ``EncoderCorpus`` (mode, max_length, batch_size, ...)."""
     rng = np.random.default_rng(seed)
     train_docs = story_documents(n_docs, rng)
     val_docs = story_documents(max(n_docs // 10, 2), rng)
-    tok = wordpiece_tokenizer(train_docs, vocab_size)
+    tok = (fit_tokenizer or wordpiece_tokenizer)(train_docs, vocab_size)
     docs = {"train": encode_documents(train_docs, tok), "val": encode_documents(val_docs, tok)}
     return EncoderCorpus(docs, tok, seed=seed, **kw)

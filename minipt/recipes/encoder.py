@@ -20,7 +20,8 @@ The report (``report.json``, and printed):
 corpus mode it reads (``"nsp"``, ``"sop"`` or ``"packed"``), the name of its sentence
 task, and two functions, ``batches(corpus, model)`` -> ``get_batch(split, rng)`` for the
 trainer, and ``evaluate(model, corpus, rng)`` -> (summary lines, metrics). The defaults
-(``EncoderHooks()``) are BERT's. RoBERTa registers
+(``EncoderHooks()``) are BERT's; ``tokenizer`` replaces WordPiece (RoBERTa's byte-level
+BPE), and a preset's ``position_offset`` is added to ``max_position``. RoBERTa registers
 ``recipe=encoder_recipe(EncoderHooks(mode="packed", sentence_task=None))``; ALBERT
 ``EncoderHooks(mode="sop", sentence_task="SOP")``; ELECTRA passes a ``batches`` that
 masks ``corpus.unmasked(...)`` with its generator and an ``evaluate`` that scores
@@ -113,6 +114,7 @@ class EncoderHooks:
     sentence_task: str | None = "NSP"
     batches: Callable | None = None          # (corpus, model) -> get_batch; default corpus.get_batch
     evaluate: Callable | None = None         # (model, corpus, rng) -> (lines, metrics)
+    tokenizer: Callable | None = None        # (documents, vocab_size) -> tokenizer; default WordPiece
 
     def get_batch(self, corpus, model):
         return corpus.get_batch if self.batches is None else self.batches(corpus, model)
@@ -143,14 +145,15 @@ def build_corpus(p: Preset, hooks: EncoderHooks, corpus_file: str | None, seed: 
     d = p.data
     kw = dict(mode=hooks.mode, max_length=d["max_length"], batch_size=p.batch_size, n_instances=d["n_instances"])
     if not corpus_file:
-        return encoder_corpus(n_docs=d["n_docs"], vocab_size=d["vocab_size"], seed=seed, **kw), \
+        return encoder_corpus(n_docs=d["n_docs"], vocab_size=d["vocab_size"], seed=seed,
+                              fit_tokenizer=hooks.tokenizer, **kw), \
             f"{d['n_docs']} toy stories (data/encoder_corpus.py)"
     docs = read_documents(corpus_file)
     n_val = max(len(docs) // 10, 2)
     if len(docs) < 4:
         raise ValueError(f"{corpus_file} holds {len(docs)} documents (blank-line separated); pre-training needs at "
                          "least 4 (2 to train on, 2 held out)")
-    tok = wordpiece_tokenizer(docs[:-n_val], d["vocab_size"])
+    tok = (hooks.tokenizer or wordpiece_tokenizer)(docs[:-n_val], d["vocab_size"])
     split = {"train": encode_documents(docs[:-n_val], tok), "val": encode_documents(docs[-n_val:], tok)}
     return EncoderCorpus(split, tok, seed=seed, **kw), f"{corpus_file} ({len(docs)} documents)"
 
@@ -165,8 +168,8 @@ def train_encoder(entry, preset: str | None = None, *, hooks: EncoderHooks = Enc
         raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
     p = entry.presets[preset]
     data, source = build_corpus(p, hooks, corpus, seed)
-    model = entry.build(rng=np.random.default_rng(seed), vocab_size=data.vocab_size,
-                        max_position=data.max_length, **p.model)
+    model = entry.build(rng=np.random.default_rng(seed), vocab_size=data.vocab_size,   # RoBERTa: + its offset
+                        max_position=data.max_length + p.model.get("position_offset", 0), **p.model)
     if overwrite and not resume:
         clear_run_files(out, RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ def test_train_flops_against_a_hand_count():
     assert bv.train_flops(e, T) == 6 * (gen + disc + proj) + 6 * L * T * (C + 16)
 
 
+@pytest.mark.slow
 def test_tiny_budget_runs_every_comparison():
     assert "bert_variants" in experiments.EXPERIMENTS and experiments.get("bert_variants") is bv
     out = bv.run("tiny", progress=False)
