@@ -44,9 +44,10 @@ SETTINGS = {"pre-trained, fine-tuned": (True, False), "pre-trained, frozen": (Tr
             "no pre-training, fine-tuned": (False, False), "no pre-training, frozen": (False, True)}
 MODEL = dict(max_position=64, n_layer=2, n_head=4, d_model=64, d_ff=256, dropout=0.1)
 BUDGETS = {"tiny": dict(pretrain=20, finetune=10, docs=100, examples=(32, 0, 32)),      # for tests
-           "quick": dict(pretrain=1000, finetune=150, docs=1000, examples=(400, 0, 200)),
+           "quick": dict(pretrain=1500, finetune=200, docs=1000, examples=(128, 0, 200)),
            "full": dict(pretrain=3000, finetune=400, docs=2000, examples=(1000, 0, 400))}
 MAX_LENGTH = 64
+LR = 1e-3                  # one fine-tuning learning rate for every setting (a fair race, not a tuned one)
 
 
 def pretrain(corpus, steps: int, *, seed: int = 0, progress: bool = False, get_batch=None) -> BertForPreTraining:
@@ -69,8 +70,7 @@ def fine_tune(task: str, data, tok, pretrained: BertForPreTraining | None, *, fr
     if pretrained is not None:
         model.load_pretrained(pretrained)
     batches = BertTaskBatches(task, data, tok, MAX_LENGTH, batch_size=32)
-    lr = 1e-3 if frozen or pretrained is None else 3e-4    # fine-tuning moves pre-trained weights gently
-    train(model, batches.get_batch, TrainConfig(steps=steps, lr=lr, min_lr=lr / 10, warmup=max(steps // 10, 1),
+    train(model, batches.get_batch, TrainConfig(steps=steps, lr=LR, min_lr=LR / 10, warmup=max(steps // 10, 1),
                                                 weight_decay=0.01, eval_every=0, seed=seed, progress=progress))
     return score(model, batches, "test")
 
