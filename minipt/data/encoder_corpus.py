@@ -8,15 +8,24 @@ ALBERT (Lan et al. 2020) asks whether two consecutive segments are in order (SOP
 
 The toy language (``hmm_language``) draws every sentence independently, so a next
 sentence and a random one would look alike and NSP/SOP would have nothing to learn.
-``story_documents`` therefore builds *stories* from its sentences, with two
+``story_documents`` therefore builds *stories* from its sentences, with three
 document-level regularities, each keeping every sentence a sentence of the language:
 
+- **a domain**: a story is told in the general toy language or in its ``court`` domain
+  (``toy_domains``: royal subjects, money, reversed word frequencies), half and half - a
+  topic that shows in many words, as a random document's topic does in real text;
 - **a protagonist**: every sentence of a story has the same subject noun (the word of
   the first sentence; later sentences are drawn among those whose subject has the same
   grammatical state, so "his"/"her" still agree) - topic, the cue NSP can use;
 - **a journey**: every sentence ends at a place, and the places follow the fixed cycle
   ``PLACES`` (river -> forest -> bank -> ... -> castle -> river) from a random start - an
   order, the cue SOP needs (a swapped pair goes one step backwards).
+
+A random B from another story differs from A's story in domain half the time (a topic
+cue, seen in the word statistics of each segment alone) and nearly always in protagonist
+and place (cues that need A and B compared token by token). A swapped SOP pair keeps
+domain and protagonist: only the order of the places tells. This is ALBERT's argument
+(Lan et al. 2020, section 3.1) in miniature: NSP can be passed on topic, SOP cannot.
 
 ``EncoderCorpus`` turns token-id documents into training instances once per split
 (fixed, as BERT's ``create_pretraining_data``), in one of three modes:
@@ -55,6 +64,7 @@ from ..objectives.sentence_pairs import (
 from ..tokenizers.special import BERT_SPECIALS, CLS, MASK, PAD, SEP
 from ..tokenizers.wordpiece import WordPieceTokenizer
 from .hmm_language import HMMLanguage
+from .toy_domains import domain_language
 from .toy_grammar import STATES, SUBJECT_STATES
 
 PLACES = tuple(STATES["place"])                  # the journey's cycle, in this order
@@ -78,22 +88,29 @@ def _sentence_pool(lang: HMMLanguage, n: int, rng: np.random.Generator) -> dict[
 
 
 def story_documents(n_docs: int, rng: np.random.Generator, *, min_sentences: int = 3, max_sentences: int = 6,
-                    pool_size: int | None = None) -> list[list[list[str]]]:
-    """``n_docs`` stories (lists of sentences, each a list of words ending in "."): one
-    protagonist per story, places following ``PLACES`` (see the module docstring).
-    Sentences are drawn from a pool of ``pool_size`` sampled ones (default
-    min(2000, n_docs * max_sentences)); subject and place words are then set per story."""
+                    pool_size: int | None = None, domains: tuple[str, ...] = ("general", "court"),
+                    with_domains: bool = False):
+    """``n_docs`` stories (lists of sentences, each a list of words ending in "."): a
+    domain drawn uniformly from ``domains``, one protagonist, places following ``PLACES``
+    (see the module docstring). Sentences come from a pool of ``pool_size`` sampled ones
+    per domain (default min(2000, n_docs * max_sentences)); subject and place words are
+    then set per story. ``with_domains``: also return each story's domain."""
     check_positive_int("n_docs", n_docs)
     check_positive_int("min_sentences", min_sentences)
     if max_sentences < min_sentences:
         raise ValueError(f"max_sentences {max_sentences} is below min_sentences {min_sentences}")
+    if not domains:
+        raise ValueError("domains: expected at least one of the toy domains, got none")
     pool_size = min(2000, n_docs * max_sentences) if pool_size is None else pool_size
-    pool = _sentence_pool(HMMLanguage.build(), check_positive_int("pool_size", pool_size), rng)
-    everything = [(s, item) for s, items in pool.items() for item in items]
-    docs = []
+    check_positive_int("pool_size", pool_size)
+    pools = {d: _sentence_pool(domain_language(d), pool_size, rng) for d in domains}
+    everything = {d: [(s, item) for s, items in pool.items() for item in items] for d, pool in pools.items()}
+    docs, told_in = [], []
     for _ in range(n_docs):
         n = int(rng.integers(min_sentences, max_sentences + 1))
-        state, (words, subject, place) = everything[int(rng.integers(len(everything)))]
+        domain = domains[int(rng.integers(len(domains)))]
+        pool = pools[domain]
+        state, (words, subject, place) = everything[domain][int(rng.integers(len(everything[domain])))]
         hero, start = words[subject], int(rng.integers(len(PLACES)))
         story = []
         for k in range(n):
@@ -103,7 +120,8 @@ def story_documents(n_docs: int, rng: np.random.Generator, *, min_sentences: int
             sentence[subject], sentence[place] = hero, PLACES[(start + k) % len(PLACES)]
             story.append(sentence)
         docs.append(story)
-    return docs
+        told_in.append(domain)
+    return (docs, told_in) if with_domains else docs
 
 
 def documents_text(docs: list[list[list[str]]]) -> str:
@@ -269,6 +287,17 @@ class EncoderCorpus:
         if self.mode == "packed":
             return inputs, segments, attention_mask, targets
         return inputs, segments, attention_mask, targets, labels
+
+    def in_order(self, split: str, rng: np.random.Generator):
+        """Every instance of ``split`` once, in batches of ``batch_size`` (the last may be
+        smaller), dynamically masked with ``rng``: the batches of a held-out evaluation."""
+        if split not in self.instances:
+            raise KeyError(f"split must be 'train' or 'val', got {split!r}")
+        n = len(self.instances[split])
+        for start in range(0, n, self.batch_size):
+            ids, segments, attention_mask, labels = self._clean(split, np.arange(start, min(start + self.batch_size, n)))
+            inputs, targets = self.mask(ids, rng)
+            yield (inputs, segments, attention_mask, targets) + (() if self.mode == "packed" else (labels,))
 
     def most_frequent_token(self, split: str = "train") -> int:
         """The most frequent maskable token of ``split``: the MLM accuracy baseline's guess."""

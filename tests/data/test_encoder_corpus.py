@@ -10,7 +10,7 @@ from minipt.data.encoder_corpus import (
     story_documents,
     wordpiece_tokenizer,
 )
-from minipt.data.hmm_language import HMMLanguage
+from minipt.data.toy_domains import domain_language
 from minipt.data.toy_grammar import STATES, SUBJECT_STATES
 from minipt.objectives.common import IGNORE
 from minipt.objectives.sentence_pairs import truncate_pair
@@ -41,18 +41,30 @@ def _hero_and_place(words):
 
 
 def test_stories_keep_a_protagonist_and_follow_the_journey():
-    docs = story_documents(30, np.random.default_rng(0), min_sentences=3, max_sentences=5)
-    lang = HMMLanguage.build()
+    docs, domains = story_documents(30, np.random.default_rng(0), min_sentences=3, max_sentences=5,
+                                    with_domains=True)
     assert len(docs) == 30 and all(3 <= len(d) <= 5 for d in docs)
-    for doc in docs:
+    assert set(domains) == {"general", "court"}
+    for doc, domain in zip(docs, domains):
+        lang = domain_language(domain)
         heroes = {_hero_and_place(s)[0] for s in doc}
         assert len(heroes) == 1
         places = [PLACES.index(_hero_and_place(s)[1]) for s in doc]
         assert all((b - a) % len(PLACES) == 1 for a, b in zip(places, places[1:]))
-        for s in doc:                                   # every sentence is one of the language's
+        for s in doc:                                   # every sentence is one of its domain's
             assert s[-1] == "." and np.isfinite(lang.log_prob(s))
     again = story_documents(30, np.random.default_rng(0), min_sentences=3, max_sentences=5)
     assert again == docs
+
+
+def test_a_domain_shows_in_the_words():
+    docs, domains = story_documents(400, np.random.default_rng(1), with_domains=True)
+    share = {d: np.mean([w in ("rules", "reigns", "speaks") for doc, dd in zip(docs, domains) if dd == d
+                         for s in doc for w in s]) for d in ("general", "court")}
+    assert share["court"] > 2 * share["general"]       # royal verbs: the court's topic
+    every = {d: np.mean([s[0] == "every" for doc, dd in zip(docs, domains) if dd == d for s in doc])
+             for d in ("general", "court")}
+    assert every["court"] > 3 * every["general"]       # reversed word frequencies
 
 
 def test_nsp_pairs_layout_labels_and_the_next_sentence(nsp):
