@@ -44,10 +44,12 @@ def test_each_scheme_masks_its_units_at_the_same_rate(corpus, scheme):
                          + [len(row)]))
             for s, e in units:
                 assert c[s:e].all() or not c[s:e].any(), (scheme, row[s:e], c[s:e])
+    runs = [len(r) for row in chosen for r in np.split(row, np.flatnonzero(np.diff(row.astype(int))) + 1)
+            if r.all() and r.size]
     if scheme == "span":                                                   # longer runs than single tokens
-        runs = [len(r) for row in chosen for r in np.split(row, np.flatnonzero(np.diff(row.astype(int))) + 1)
-                if r.all() and r.size]
         assert np.mean(runs) > 2.0
+    elif scheme in ("token", "whole word"):                                # most toy words are one piece
+        assert np.mean(runs) < 1.6
 
 
 def test_unknown_scheme_and_budget_are_refused(corpus):

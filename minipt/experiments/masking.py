@@ -4,7 +4,8 @@ phrases (Sun et al. 2019), compared downstream on span question answering.
 
 The seeds claim that masking contiguous spans helps span selection tasks (SpanBERT,
 table 1: SQuAD). Here four BERTs of one size pre-train on the same toy stories
-(``data/encoder_corpus.py``, MLM + NSP) for the same steps with the same masking rate
+(``data/encoder_corpus.py``, MLM + NSP, through ``minipt train bert``'s recipe with a
+batch hook) for the same steps with the same masking rate
 (15 % of the non-special tokens, 80/10/10 per unit, ``objectives/span_masking.py``), so
 compute is equal; only the units differ:
 
@@ -16,23 +17,23 @@ compute is equal; only the units differ:
   play the chunker ERNIE used.
 
 Each is then fine-tuned (``fine_tuning.fine_tune``) on ``span_qa`` (whose answers are
-noun phrases) and scored by exact match; also reported: token-level MLM accuracy on
-held-out stories under *token* masking (the same test for all four). Means over seeds,
+noun phrases) and scored by exact match; also reported: the recipe's masked-token accuracy
+on held-out stories under *token* masking (the same test for all four). Means over seeds,
 whichever way they come out.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..data.encoder_corpus import encoder_corpus
 from ..data.toy_grammar import ADJECTIVE_STATES, NOUN_STATES, STATES
 from ..objectives.common import IGNORE
 from ..objectives.span_masking import entity_masking, span_masking, whole_word_masking
-from .fine_tuning import fine_tune, mlm_accuracy, pretrain, task_data
+from ..recipes.encoder import EncoderHooks
+from .fine_tuning import fine_tune, pretrain, task_data
 
 SCHEMES = ("token", "whole word", "span", "phrase")
 BUDGETS = {"tiny": dict(pretrain=20, finetune=10, docs=100, examples=(32, 0, 32), seeds=(0,)),   # for tests
-           "quick": dict(pretrain=800, finetune=200, docs=1000, examples=(400, 0, 200), seeds=(0,)),
+           "quick": dict(pretrain=600, finetune=150, docs=1000, examples=(400, 0, 200), seeds=(0,)),
            "full": dict(pretrain=1500, finetune=300, docs=2000, examples=(1000, 0, 400), seeds=(0, 1))}
 PHRASE_WORDS = frozenset(w for s, words in STATES.items()
                          if s.startswith("det") or s in ADJECTIVE_STATES or s in NOUN_STATES for w in words)
@@ -104,16 +105,15 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
     b = BUDGETS[budget]
-    corpus = encoder_corpus(n_docs=b["docs"], seed=seed, mode="nsp", max_length=32, batch_size=32)
     qa = task_data(b, seed)["span_qa"]
     results = {s: [] for s in SCHEMES}
     for s in b["seeds"]:
         for scheme in SCHEMES:
-            pre = pretrain(corpus, b["pretrain"], seed=seed + s, progress=progress,
-                           get_batch=SchemeBatches(corpus, scheme).get_batch)
-            em = fine_tune("span_qa", qa, corpus.tok, pre, frozen=False, steps=b["finetune"], config=pre.config,
+            hooks = EncoderHooks(batches=lambda corpus, model, scheme=scheme: SchemeBatches(corpus, scheme).get_batch)
+            pre, tok, report = pretrain(b, seed=seed + s, progress=progress, hooks=hooks)
+            em = fine_tune("span_qa", qa, tok, pre, frozen=False, steps=b["finetune"], config=pre.config,
                            seed=seed + s, progress=progress)
-            results[scheme].append((em, mlm_accuracy(pre, corpus, seed)))
+            results[scheme].append((em, report["mlm_accuracy"]))
     rows = [{"masking": scheme, "span QA exact match": float(np.mean([r[0] for r in runs])),
              "MLM accuracy": float(np.mean([r[1] for r in runs])), "runs": len(runs)}
             for scheme, runs in results.items()]
