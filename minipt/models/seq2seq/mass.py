@@ -78,20 +78,21 @@ def tiny():
     enc, targets = rows.copy(), np.full_like(rows, IGNORE)
     enc[0, 2:5], targets[0, 2:5] = 3, rows[0, 2:5]
     enc[1], targets[1] = 3, rows[1]
-    return tiny_model(seed=7, cls=lambda c, **kw: MASS(MASSConfig(**vars(c)), **kw)), (enc, targets)
+    model = tiny_model(seed=7, cls=lambda c, **kw: MASS(MASSConfig(**vars(c)), **kw))
+    return model, (enc, model.decoder_input(targets), targets)
 
 
 def _check_k1():
     """k = 1 in both rows: no decoder context at all, one scored position per row."""
     from ...core.gradcheck import check_module
-    model, (_, _) = tiny()
+    model, _ = tiny()
     rows = np.array([[0, 5, 6, 7, 8, 2], [0, 8, 9, 4, 6, 2]])
     enc, targets = mass_batch(rows, np.random.default_rng(0), 3, fragment=0.0)
-    return check_module(model, enc, targets, select=lambda out: out[0], max_checks=4)
+    return check_module(model, enc, model.decoder_input(targets), targets, select=lambda out: out[0], max_checks=4)
 
 
 register(ModelEntry(
     name="mass", title="MASS", paper="Song et al. 2019, MASS: Masked Sequence to Sequence Pre-training for "
     "Language Generation", objective="masked fragment, predicted by the decoder",
-    build=build, tiny=tiny, lesson="20_bart_mass",
+    build=build, tiny=tiny, lesson="20_bart_mass", language_model=False,
     gradchecks=(GradcheckCase("MASS with k = 1", "one masked token per row (BERT-like)", _check_k1),)))
