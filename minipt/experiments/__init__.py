@@ -13,6 +13,9 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                  "four-stage transfer: general, domain- and task-adaptive pre-training, fine-tuning; forgetting"),
     "multimodal": ("minipt.experiments.multimodal",
                    "single- vs two-stream vision-language models, pre-trained vs not: retrieval and VQA"),
+    "bart_noises": ("minipt.experiments.bart_noises",
+                    "BART's five noises (and none, infilling+permutation) and MASS's k = 1, m/2, m, "
+                    "fine-tuned on toy summarisation at equal compute"),
 }
 
 

@@ -399,8 +399,17 @@ def _check_head(make):
     return run
 
 
+def positions_setting(settings: dict) -> dict:
+    """A recipe's ``max_source_len`` / ``max_target_len`` -> BART's one ``max_positions``."""
+    settings = dict(settings)
+    lengths = [settings.pop(k) for k in ("max_source_len", "max_target_len") if k in settings]
+    if lengths:
+        settings["max_positions"] = max(lengths)
+    return settings
+
+
 def build(*, rng, dtype=np.float32, **settings) -> Bart:
-    return Bart(BartConfig(**settings), rng=rng, dtype=dtype)
+    return Bart(BartConfig(**positions_setting(settings)), rng=rng, dtype=dtype)
 
 
 BART_GRADCHECKS = (
@@ -409,7 +418,10 @@ BART_GRADCHECKS = (
     GradcheckCase("BART classifier", "decoder state at the last EOS, dense-tanh-out_proj", _check_head(tiny_classifier)),
     GradcheckCase("BART tagger", "decoder top states, linear per token", _check_head(tiny_tagger)))
 
+from ...recipes.bart_mass import BART_PRESETS, train_bart  # noqa: E402  (the recipe imports nothing from here)
+
 register(ModelEntry(
     name="bart", title="BART", paper="Lewis et al. 2020, BART: Denoising Sequence-to-Sequence Pre-training for "
     "Natural Language Generation, Translation, and Comprehension", objective="denoising autoencoder (five noises)",
-    build=build, tiny=tiny, lesson="20_bart_mass", gradchecks=BART_GRADCHECKS, language_model=False))
+    build=build, tiny=tiny, lesson="20_bart_mass", gradchecks=BART_GRADCHECKS, language_model=False,
+    presets=BART_PRESETS, recipe=train_bart))
