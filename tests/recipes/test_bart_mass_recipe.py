@@ -8,7 +8,13 @@ import pytest
 from minipt.data import text_to_text as t2t
 from minipt.models import registry
 from minipt.models.protocol import IGNORE
-from minipt.recipes.bart_mass import NOISE_NAMES, denoising_batch, mass_pretrain_batch, noise, pretraining_texts
+from minipt.recipes.bart_mass import (
+    NOISE_NAMES,
+    denoising_batch,
+    mass_pretrain_batch,
+    noise,
+    pretraining_texts,
+)
 from minipt.tokenizers.special import EOS, MASK, PAD
 
 
