@@ -106,7 +106,13 @@ _TRAIN = dict(steps=800, lr=2e-3, min_lr=2e-4, warmup=60, weight_decay=0.01, eva
               grad_clip=1.0)
 BART_PRESETS = {"toy": Preset(model=_MODEL, batch_size=32, train=_TRAIN,
                               data=dict(sizes=(2000, 100, 200), limit=None, pretrain_steps=300),
-                              expected="")}
+                              expected="300 steps of infilling + permutation, 500 of the mixture: held-out greedy "
+                                       "answers translate exact match 0.330, summarize 0.250, sentiment accuracy "
+                                       "1.000, similarity 0.520; validation loss 0.397; 1580 s on 2 cores shared with "
+                                       "other jobs (load 13-23)")}
 MASS_PRESETS = {"toy": Preset(model=_MODEL, batch_size=32, train=_TRAIN,
                               data=dict(sizes=(2000, 100, 200), limit=None, pretrain_steps=300),
-                              expected="")}
+                              expected="300 steps of MASS (k = m/2), 500 of the mixture: held-out greedy answers "
+                                       "translate exact match 0.000, summarize 0.000, sentiment accuracy 0.965, "
+                                       "similarity 0.430; validation loss 1.092; 1675 s on 2 cores shared with other "
+                                       "jobs (load 13-23)")}
