@@ -46,6 +46,7 @@ import numpy as np
 from ...core import init
 from ...core.checks import check_ids, check_ndim
 from ...core.module import Module
+from ...inference.seq2seq_decoding import Encoded
 from ...nn.dropout import Dropout
 from ...nn.embedding import Embedding
 from ...nn.kv_cache import KVCache
@@ -56,7 +57,7 @@ from ...ops.activations import tanh_backward, tanh_forward
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.embedding import embedding_backward, embedding_forward
 from ...ops.linear import linear_backward, linear_forward
-from ..protocol import IGNORE, log_prob_from_loss
+from ..protocol import IGNORE
 from ..registry import GradcheckCase, ModelEntry, register
 
 POSITION_OFFSET = 2                       # transformers' BartLearnedPositionalEmbedding.offset
@@ -131,9 +132,16 @@ class Bart(Module):
     def spec(self) -> dict:
         return {"model": self.name, **asdict(self.config)}
 
-    def log_prob(self, src: np.ndarray, targets: np.ndarray) -> float:
-        """Total log-probability (nats) of ``targets`` given the source ``src``, in eval mode."""
-        return log_prob_from_loss(self, src, targets)
+    @property
+    def max_target_len(self) -> int:
+        return self.config.max_positions
+
+    def log_prob(self, src: np.ndarray, target_in: np.ndarray, targets: np.ndarray) -> float:
+        """Total log-probability (nats) of ``targets`` given the source, in eval mode."""
+        from ...core.module import eval_mode
+        with eval_mode(self):
+            loss, _ = self.forward(src, target_in, targets)
+        return -float(loss) * int(np.sum(np.asarray(targets) != IGNORE))
 
     # -- the two halves -----------------------------------------------------------
     def _check(self, name: str, ids: np.ndarray, offset: int = 0) -> None:
@@ -156,6 +164,8 @@ class Bart(Module):
     def source_mask(self, src: np.ndarray) -> np.ndarray | None:
         """Key padding (B, 1, S): False where the source holds ``pad_id``; None without padding."""
         real = src != self.config.pad_id                                                 # (B, S)
+        if not real.any(axis=1).all():
+            raise ValueError(f"source rows {np.flatnonzero(~real.any(axis=1)).tolist()} are empty (all padding)")
         return None if real.all() else real[:, None, :]
 
     def encode_embedded(self, x: np.ndarray, src_mask: np.ndarray | None) -> np.ndarray:
@@ -164,11 +174,12 @@ class Bart(Module):
         h = self._embed("enc", x, np.broadcast_to(np.arange(S), (B, S)))
         return self.encoder(h, mask=src_mask)
 
-    def encode(self, src: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """src (B, S) ids -> memory (B, S, C), source key mask (B, 1, S) or None (no backward:
-        generation; training goes through ``hidden``)."""
+    def encode(self, src: np.ndarray) -> Encoded:
+        """src (B, S) ids -> Encoded(memory (B, S, C), source key mask (B, 1, S) or None), for
+        decoding (``inference/seq2seq_decoding.py``); training goes through ``hidden``."""
         self._check("src", src)
-        return self.encode_embedded(self.params_of_shared()[src], self.source_mask(src)), self.source_mask(src)
+        mask = self.source_mask(src)
+        return Encoded(self.encode_embedded(self.params_of_shared()[src], mask), mask)
 
     def decode_embedded(self, y: np.ndarray, memory: np.ndarray, src_mask: np.ndarray | None,
                         cache: KVCache | None = None, positions: np.ndarray | None = None) -> np.ndarray:
@@ -181,11 +192,10 @@ class Bart(Module):
         h = self._embed("dec", y, positions)
         return self.decoder(h, memory, causal=True, memory_mask=src_mask, cache=cache)
 
-    def decode(self, dec_in: np.ndarray, memory: np.ndarray, src_mask: np.ndarray | None,
-               cache: KVCache | None = None) -> np.ndarray:
+    def decode(self, target_in: np.ndarray, encoded: Encoded, *, cache: KVCache | None = None) -> np.ndarray:
         """One decoding call: ids (B, T) continuing ``cache`` -> logits (B, T, V) (inference)."""
-        self._check("decoder input", dec_in, 0 if cache is None else cache.length)
-        h = self.decode_embedded(self.params_of_shared()[dec_in], memory, src_mask, cache)   # (B, T, C)
+        self._check("target_in", target_in, 0 if cache is None else cache.length)
+        h = self.decode_embedded(self.params_of_shared()[target_in], encoded.memory, encoded.mask, cache)  # (B, T, C)
         return h @ self.params_of_shared().T + self.params["final_logits_bias"]          # (B, T, V)
 
     def params_of_shared(self) -> np.ndarray:
@@ -194,9 +204,9 @@ class Bart(Module):
     def hidden(self, src: np.ndarray, dec_in: np.ndarray) -> np.ndarray:
         """src (B, S), decoder input (B, T) -> decoder top states (B, T, C), for backward."""
         self._check("src", src)
-        self._check("decoder input", dec_in)
+        self._check("target_in", dec_in)
         if dec_in.shape[0] != src.shape[0]:
-            raise ValueError(f"decoder input has batch {dec_in.shape[0]}, the source {src.shape[0]}")
+            raise ValueError(f"target_in has batch {dec_in.shape[0]}, the source {src.shape[0]}")
         W = self.params_of_shared()
         xs, cs = embedding_forward(src, W)                                               # (B, S, C)
         xd, cd = embedding_forward(dec_in, W)                                            # (B, T, C)
@@ -231,20 +241,19 @@ class Bart(Module):
         self._cache = (lin, ce)
         return loss, logits
 
-    def forward(self, src: np.ndarray, targets: np.ndarray | None = None, *, decoder_input: np.ndarray | None = None):
-        """src (B, S) [, targets (B, T)] -> loss (or None), logits (B, T, V). Without targets,
-        ``decoder_input`` (B, T) must be given."""
-        if decoder_input is None:
-            if targets is None:
-                raise ValueError("forward needs targets (teacher forcing) or a decoder_input")
-            check_ndim("targets", targets, 2)
-            decoder_input = self.decoder_input(targets)
-        elif targets is not None and np.shape(targets) != np.shape(decoder_input):
-            raise ValueError(f"targets: expected shape {np.shape(decoder_input)} (the decoder input's), "
-                             f"got {np.shape(targets)}")
-        return self.head(self.hidden(src, decoder_input), targets)
+    def forward(self, src: np.ndarray, target_in: np.ndarray, targets: np.ndarray | None = None):
+        """Teacher forcing: src (B, S), target_in (B, T) [, targets (B, T)] -> loss (or None),
+        logits (B, T, V). ``decoder_input(targets)`` makes target_in from the targets."""
+        if targets is not None:
+            if np.shape(targets) != np.shape(target_in):
+                raise ValueError(f"targets: expected shape {np.shape(target_in)} (as target_in), got {np.shape(targets)}")
+            if not (np.asarray(targets) != IGNORE).any():
+                raise ValueError("targets are all IGNORE: an empty target has nothing to learn")
+        return self.head(self.hidden(src, np.asarray(target_in)), None if targets is None else np.asarray(targets))
 
     def backward(self, dloss: float = 1.0) -> None:
+        if self._cache is None:
+            raise RuntimeError("backward needs a forward first")
         lin, ce = self._cache
         if ce is None:
             raise RuntimeError("backward needs a forward with targets")
@@ -334,11 +343,12 @@ def tiny_model(seed: int = 0, cls=None, **kw) -> Bart:
 
 
 def tiny():
-    """(src, targets): a masked source (id 3 plays <mask>) with a padded row; targets with
-    one IGNORE (padding of the shorter target)."""
+    """(src, target_in, targets): a masked source (id 3 plays <mask>) with a padded row;
+    targets with one IGNORE (padding of the shorter target), shifted right behind </s>."""
     src = np.array([[0, 5, 3, 7, 2, 1], [0, 3, 9, 4, 6, 2]])
     targets = np.array([[0, 5, 6, 7, 2, IGNORE], [0, 8, 9, 4, 6, 2]])
-    return tiny_model(), (src, targets)
+    model = tiny_model()
+    return model, (src, model.decoder_input(targets), targets)
 
 
 class EmbeddingsProbe(Module):
@@ -362,9 +372,9 @@ class EmbeddingsProbe(Module):
 
 def _check_inputs():
     from ...core.gradcheck import check_module
-    model, (src, targets) = tiny_model(seed=2), tiny()[1]
+    model, (src, target_in, targets) = tiny_model(seed=2), tiny()[1]
     W = model.shared.params["weight"]
-    return check_module(EmbeddingsProbe(model), W[src].copy(), W[model.decoder_input(targets)].copy(),
+    return check_module(EmbeddingsProbe(model), W[src].copy(), W[target_in].copy(),
                         model.source_mask(src), targets, max_checks=4)
 
 
@@ -389,8 +399,17 @@ def _check_head(make):
     return run
 
 
+def positions_setting(settings: dict) -> dict:
+    """A recipe's ``max_source_len`` / ``max_target_len`` -> BART's one ``max_positions``."""
+    settings = dict(settings)
+    lengths = [settings.pop(k) for k in ("max_source_len", "max_target_len") if k in settings]
+    if lengths:
+        settings["max_positions"] = max(lengths)
+    return settings
+
+
 def build(*, rng, dtype=np.float32, **settings) -> Bart:
-    return Bart(BartConfig(**settings), rng=rng, dtype=dtype)
+    return Bart(BartConfig(**positions_setting(settings)), rng=rng, dtype=dtype)
 
 
 BART_GRADCHECKS = (
@@ -399,7 +418,10 @@ BART_GRADCHECKS = (
     GradcheckCase("BART classifier", "decoder state at the last EOS, dense-tanh-out_proj", _check_head(tiny_classifier)),
     GradcheckCase("BART tagger", "decoder top states, linear per token", _check_head(tiny_tagger)))
 
+from ...recipes.bart_mass import BART_PRESETS, train_bart  # noqa: E402  (the recipe imports nothing from here)
+
 register(ModelEntry(
     name="bart", title="BART", paper="Lewis et al. 2020, BART: Denoising Sequence-to-Sequence Pre-training for "
     "Natural Language Generation, Translation, and Comprehension", objective="denoising autoencoder (five noises)",
-    build=build, tiny=tiny, lesson="20_bart_mass", gradchecks=BART_GRADCHECKS))
+    build=build, tiny=tiny, lesson="20_bart_mass", gradchecks=BART_GRADCHECKS, language_model=False,
+    presets=BART_PRESETS, recipe=train_bart))

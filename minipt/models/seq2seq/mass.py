@@ -29,7 +29,7 @@ from ...core.checks import check_ndim
 from ...objectives.unified import mass
 from ..protocol import IGNORE
 from ..registry import GradcheckCase, ModelEntry, register
-from .bart import Bart, BartConfig, tiny_model
+from .bart import Bart, BartConfig, positions_setting, tiny_model
 
 
 @dataclass
@@ -48,28 +48,41 @@ class MASS(Bart):
         super().__init__(config, rng=rng, dtype=dtype, name=name)
 
     def decoder_input(self, targets: np.ndarray) -> np.ndarray:
-        """targets (B, T), IGNORE off the fragment -> decoder input (B, T): x_{t-1} where t-1
-        and t are both in the fragment, [MASK] everywhere else."""
-        check_ndim("targets", targets, 2)
-        prev = np.full_like(targets, IGNORE)                                   # (B, T)
-        prev[:, 1:] = targets[:, :-1]
-        keep = (prev != IGNORE) & (targets != IGNORE)
-        return np.where(keep, prev, self.config.mask_id)
+        return mass_decoder_input(targets, self.config.mask_id)
 
 
-def mass_batch(rows: np.ndarray, rng: np.random.Generator, mask_id: int, fragment: float = 0.5):
-    """rows (B, m) of sentences -> encoder input (B, m) with one fragment masked per row,
+def mass_decoder_input(targets: np.ndarray, mask_id: int) -> np.ndarray:
+    """targets (B, T), IGNORE off the fragment -> decoder input (B, T): x_{t-1} where t-1
+    and t are both in the fragment, [MASK] everywhere else."""
+    check_ndim("targets", targets, 2)
+    prev = np.full_like(targets, IGNORE)                                       # (B, T)
+    prev[:, 1:] = targets[:, :-1]
+    keep = (prev != IGNORE) & (targets != IGNORE)
+    return np.where(keep, prev, mask_id)
+
+
+def mass_batch(rows, rng: np.random.Generator, mask_id: int, fragment: float = 0.5, pad_id: int | None = None):
+    """rows (B, m) of sentences, or B sentences of any lengths with ``pad_id`` -> encoder
+    input (B, m) with one fragment (``fragment`` of each length, at least 1) masked per row,
     targets (B, m) holding the fragment and IGNORE elsewhere (``objectives.unified.mass``)."""
-    check_ndim("rows", rows, 2)
-    enc, targets = np.empty_like(rows), np.full_like(rows, IGNORE)
+    if isinstance(rows, np.ndarray):
+        check_ndim("rows", rows, 2)
+    elif pad_id is None:
+        raise ValueError("mass_batch: sentences of different lengths need a pad_id")
+    if not len(rows):
+        raise ValueError("mass_batch: no sentences given")
+    m = max(len(r) for r in rows)
+    enc = np.full((len(rows), m), -1 if pad_id is None else pad_id, dtype=np.int64)   # (B, m)
+    targets = np.full((len(rows), m), IGNORE, dtype=np.int64)                       # (B, m)
     for b, ids in enumerate(rows):
-        enc[b], _, frag, start = mass(ids, rng, mask_id, fragment)
+        e, _, frag, start = mass(np.asarray(ids), rng, mask_id, fragment)
+        enc[b, :len(e)] = e
         targets[b, start:start + len(frag)] = frag
     return enc, targets
 
 
 def build(*, rng, dtype=np.float32, **settings) -> MASS:
-    return MASS(MASSConfig(**settings), rng=rng, dtype=dtype)
+    return MASS(MASSConfig(**positions_setting(settings)), rng=rng, dtype=dtype)
 
 
 def tiny():
@@ -78,20 +91,23 @@ def tiny():
     enc, targets = rows.copy(), np.full_like(rows, IGNORE)
     enc[0, 2:5], targets[0, 2:5] = 3, rows[0, 2:5]
     enc[1], targets[1] = 3, rows[1]
-    return tiny_model(seed=7, cls=lambda c, **kw: MASS(MASSConfig(**vars(c)), **kw)), (enc, targets)
+    model = tiny_model(seed=7, cls=lambda c, **kw: MASS(MASSConfig(**vars(c)), **kw))
+    return model, (enc, model.decoder_input(targets), targets)
 
 
 def _check_k1():
     """k = 1 in both rows: no decoder context at all, one scored position per row."""
     from ...core.gradcheck import check_module
-    model, (_, _) = tiny()
+    model, _ = tiny()
     rows = np.array([[0, 5, 6, 7, 8, 2], [0, 8, 9, 4, 6, 2]])
     enc, targets = mass_batch(rows, np.random.default_rng(0), 3, fragment=0.0)
-    return check_module(model, enc, targets, select=lambda out: out[0], max_checks=4)
+    return check_module(model, enc, model.decoder_input(targets), targets, select=lambda out: out[0], max_checks=4)
 
+
+from ...recipes.bart_mass import MASS_PRESETS, train_mass  # noqa: E402
 
 register(ModelEntry(
     name="mass", title="MASS", paper="Song et al. 2019, MASS: Masked Sequence to Sequence Pre-training for "
     "Language Generation", objective="masked fragment, predicted by the decoder",
-    build=build, tiny=tiny, lesson="20_bart_mass",
+    build=build, tiny=tiny, lesson="20_bart_mass", language_model=False, presets=MASS_PRESETS, recipe=train_mass,
     gradchecks=(GradcheckCase("MASS with k = 1", "one masked token per row (BERT-like)", _check_k1),)))

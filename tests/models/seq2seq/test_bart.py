@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from minipt.core.module import eval_mode
+from minipt.inference.seq2seq_decoding import beam_search, greedy
 from minipt.models.protocol import IGNORE
 from minipt.models.seq2seq.bart import (
     Bart,
@@ -80,10 +81,9 @@ def numpy_bart(model: Bart, src, dec_in):
 
 
 def test_forward_matches_the_numpy_formula():
-    model, (src, targets) = tiny()
-    loss, logits = model(src, targets)
-    dec_in = np.array([[2, 0, 5, 6, 7, 2], [2, 0, 8, 9, 4, 6]])          # </s> first, the IGNORE as <pad>
-    np.testing.assert_array_equal(model.decoder_input(targets), dec_in)
+    model, (src, dec_in, targets) = tiny()
+    loss, logits = model(src, dec_in, targets)
+    np.testing.assert_array_equal(dec_in, [[2, 0, 5, 6, 7, 2], [2, 0, 8, 9, 4, 6]])   # </s> first, IGNORE as <pad>
     ref = numpy_bart(model, src, dec_in)
     assert np.abs(logits - ref).max() <= 1e-12 * np.abs(ref).max()
     z = ref - ref.max(-1, keepdims=True)
@@ -97,8 +97,8 @@ def test_source_padding_is_invisible():
     """A padded source reads the same as the unpadded one: the pad keys are masked out."""
     model = tiny_model(seed=3)
     dec = np.array([[2, 5, 6]])
-    short = model(np.array([[0, 5, 3, 2]]), decoder_input=dec)[1]
-    padded = model(np.array([[0, 5, 3, 2, 1, 1]]), decoder_input=dec)[1]
+    short = model(np.array([[0, 5, 3, 2]]), dec)[1]
+    padded = model(np.array([[0, 5, 3, 2, 1, 1]]), dec)[1]
     np.testing.assert_allclose(padded, short, rtol=0, atol=1e-12)
 
 
@@ -106,40 +106,48 @@ def test_the_tied_output_layer_is_the_shared_table():
     model = tiny_model()
     names = [n for n, _ in model.named_parameters()]
     assert "shared.weight" in names and not any("lm_head" in n for n in names)
-    src, targets = tiny()[1]
+    src, dec_in, targets = tiny()[1]
     model.zero_grad()
-    model(src, targets)
+    model(src, dec_in, targets)
     model.backward()
     g = model.gradients()["shared.weight"]
     assert np.abs(g).max() > 0
     assert model.params_of_shared() is model.shared.params["weight"]
 
 
-def greedy(model, src, steps, cached: bool):
-    memory, mask = model.encode(src)
-    out = np.full((len(src), 1), model.config.decoder_start_id)
-    cache = model.new_cache() if cached else None
-    for _ in range(steps):
-        logits = model.decode(out[:, -1:] if cached else out, memory, mask, cache)
-        out = np.concatenate([out, logits[:, -1].argmax(-1)[:, None]], axis=1)
-    return out, logits[:, -1]
-
-
 def test_cached_decoding_equals_uncached():
-    model, (src, _) = tiny()
+    """inference/seq2seq_decoding.py: the KV-cached greedy and beam outputs equal the ones
+    that re-run the decoder over the whole prefix each step; the last step's logits too."""
+    model = Bart(BartConfig(vocab_size=20, max_positions=10, encoder_layers=1, decoder_layers=2, n_head=2, d_model=16,
+                            d_ff=24), rng=np.random.default_rng(2), dtype=np.float64)
+    r = np.random.default_rng(3)
+    for n, p in model.named_parameters():
+        p[...] = r.normal(1.0 if p.ndim == 1 and "ln" in n and n.endswith("weight") else 0.0, 0.3, p.shape)
+    model.shared.params["weight"] *= 4.0                  # token identity outweighs the biases: varied output
+    src = tiny()[1][0]
+    a = greedy(model, src, start_id=2, eos_id=-1, max_new_tokens=7, cache=True)
+    b = greedy(model, src, start_id=2, eos_id=-1, max_new_tokens=7, cache=False)
+    assert a == b and len(set(a[0] + a[1])) > 2, a
+    for row in src:
+        assert beam_search(model, row, start_id=2, eos_id=4, beam_size=3, max_new_tokens=7) == \
+            beam_search(model, row, start_id=2, eos_id=4, beam_size=3, max_new_tokens=7, cache=False)
+    out = np.array([[2] + r for r in a])
     with eval_mode(model):
-        a, la = greedy(model, src, 7, cached=True)
-        b, lb = greedy(model, src, 7, cached=False)
-    np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(la, lb, rtol=0, atol=1e-12)
-    full = model(src, decoder_input=a[:, :-1])[1]                             # teacher-forced on the output
-    np.testing.assert_allclose(full[:, -1], la, rtol=0, atol=1e-12)
+        enc = model.encode(src)
+        cache = model.new_cache()
+        for t in range(out.shape[1] - 1):
+            step = model.decode(out[:, t:t + 1], enc, cache=cache)[:, -1]
+        full = model(src, out[:, :-1])[1][:, -1]
+    np.testing.assert_allclose(step, full, rtol=0, atol=1e-12)
 
 
 def test_the_cache_refuses_more_than_max_positions():
-    model, (src, _) = tiny()
+    model, (src, _, _) = tiny()
     with pytest.raises(ValueError, match="max_positions 8"):
-        greedy(model, src, 9, cached=True)
+        enc = model.encode(src)
+        cache = model.new_cache()
+        for _ in range(9):
+            model.decode(np.full((2, 1), 2), enc, cache=cache)
 
 
 def test_classifier_reads_the_last_eos_of_the_decoder():
@@ -168,19 +176,21 @@ def test_tagger_scores_every_decoder_state():
 
 
 def test_bad_input_is_refused_by_name():
-    model, (src, targets) = tiny()
+    model, (src, dec_in, targets) = tiny()
     with pytest.raises(ValueError, match="exceeds max_positions 8"):
         model(np.zeros((1, 9), dtype=np.int64), np.zeros((1, 3), dtype=np.int64))
-    with pytest.raises(ValueError, match="decoder input: length 9 exceeds"):
+    with pytest.raises(ValueError, match="target_in: length 9 exceeds"):
         model(src, np.zeros((2, 9), dtype=np.int64))
     with pytest.raises(IndexError, match="99"):
         model(src, np.full((2, 3), 99))
-    with pytest.raises(ValueError, match="needs targets .* or a decoder_input"):
-        model(src)
-    with pytest.raises(ValueError, match="batch 1, the source 2"):
-        model(src, targets[:1])
+    with pytest.raises(ValueError, match="target_in has batch 1, the source 2"):
+        model(src, dec_in[:1])
     with pytest.raises(ValueError, match="targets: expected shape"):
-        model(src, targets, decoder_input=targets[:, :3])
+        model(src, dec_in[:, :3], targets)
+    with pytest.raises(ValueError, match="all IGNORE: an empty target"):
+        model(src, dec_in, np.full_like(targets, IGNORE))
+    with pytest.raises(ValueError, match=r"source rows \[1\] are empty"):
+        model(np.array([[0, 5, 2], [1, 1, 1]]), dec_in)
     with pytest.raises(ValueError, match="row 0 has no EOS"):
         BartClassifier(model, 2, rng=np.random.default_rng(0))(np.array([[0, 5, 6]]), np.array([1]))
     with pytest.raises(ValueError, match="not divisible"):
@@ -188,7 +198,7 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match="pad_id 70 is outside"):
         BartConfig(vocab_size=64, pad_id=70)
     with pytest.raises(RuntimeError, match="forward with targets"):
-        model(src, decoder_input=targets.clip(0))
+        model(src, dec_in)
         model.backward()
     tagger = BartTagger(model, 2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="targets: expected shape"):

@@ -43,11 +43,12 @@ def test_k1_is_bert_like_and_km_is_gpt_like():
 
 
 def test_mass_is_barts_network_with_its_own_decoder_input():
-    model, (enc, targets) = tiny()
-    loss, logits = model(enc, targets)
+    model, (enc, dec_in, targets) = tiny()
+    np.testing.assert_array_equal(dec_in, model.decoder_input(targets))
+    loss, logits = model(enc, dec_in, targets)
     same = Bart(model.config, rng=np.random.default_rng(0), dtype=np.float64)
     same.load_state_dict(model.state_dict())
-    ref = same(enc, decoder_input=model.decoder_input(targets))[1]
+    ref = same(enc, dec_in)[1]
     np.testing.assert_array_equal(logits, ref)
     assert model.config.decoder_start_id == model.config.mask_id == M
     assert model.spec()["model"] == "mass"
