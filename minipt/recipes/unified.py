@@ -7,7 +7,7 @@ against what the language makes true.
   them with a random B). Reported on held-out pairs: cloze accuracy per mode and NSP
   accuracy; then fine-tuning for generation (seq2seq mask, target tokens masked) on the
   toy translation task and greedy, KV-cached decoding of its test sources: exact match
-  and token accuracy.
+  and token accuracy. ``--steps`` sets the steps of both stages.
 - ``prefixlm``: windows of the toy word stream, each with a uniform split point
   (``objectives.unified.prefix_lm``): the prefix fully visible, loss on the rest.
   Reported: the loss on held-out windows with their prefixes, and the same windows read
@@ -157,12 +157,13 @@ def cloze_by_mode(model, pairs, seed: int, n: int = 256, mask_prob: float = 0.15
     return found
 
 
-def finetune_and_decode(model, p, seed: int, progress: bool = False) -> dict:
-    """Fine-tune for generation on the toy translation, then decode its test sources."""
+def finetune_and_decode(model, p, seed: int, steps: int | None = None, progress: bool = False) -> dict:
+    """Fine-tune for generation on the toy translation (``steps``, default the preset's),
+    then decode its test sources greedily with the KV cache."""
     from ..data.toy_text_tasks import translation
     task = translation(sizes=tuple(p.data["task_sizes"]), seed=seed)
     pairs = [(ids(e["source"]), ids(e["target"])) for e in task.train]
-    steps = p.data["finetune_steps"]
+    steps = steps or p.data["finetune_steps"]
     tc = TrainConfig(**{**p.train, "steps": steps, "warmup": steps // 10, "eval_every": 0}, seed=seed,
                      progress=progress)
     mp = p.data["finetune_mask_prob"]
@@ -179,7 +180,7 @@ def finetune_and_decode(model, p, seed: int, progress: bool = False) -> dict:
     return {"exact match": exact / len(task.test), "token accuracy": right / total}
 
 
-def _unilm(entry, p, seed):
+def _unilm(entry, p, seed, steps=None):
     pairs = reply_pairs(p.data["pairs"], seed)
     held = reply_pairs(500, seed + 1000)
     model = entry.build(rng=np.random.default_rng(seed), vocab_size=tokenizer().vocab_size, **p.model)
@@ -194,7 +195,7 @@ def _unilm(entry, p, seed):
         ids_, seg, mask, labels, nsp = unilm_batch(held, np.random.default_rng(seed + 2), 256, 0.15, "bidirectional")
         with eval_mode(model):
             found["NSP accuracy"] = float((model.nsp_logits(model.encode(ids_, seg, mask)).argmax(-1) == nsp).mean())
-        found.update({f"translation {k}": v for k, v in finetune_and_decode(model, p, seed).items()})
+        found.update({f"translation {k}": v for k, v in finetune_and_decode(model, p, seed, steps).items()})
         return [f"{k} {v:.3f}" for k, v in found.items()], found
     return model, get, evaluate, f"{len(pairs)} toy sentence pairs (the second about the first's subject)"
 
@@ -218,7 +219,7 @@ def prefix_batch(stream: np.ndarray, rng: np.random.Generator, B: int, T: int):
     return np.stack([m[0] for m in made]), np.stack([m[1] for m in made]), prefix_len
 
 
-def _prefixlm(entry, p, seed):
+def _prefixlm(entry, p, seed, steps=None):
     T = p.data["block_size"]
     train_ids, val_ids = word_stream(p.data["n_words"], seed), word_stream(p.data["n_words"] // 10, seed + 1000)
     model = entry.build(rng=np.random.default_rng(seed), vocab_size=tokenizer().vocab_size, **p.model)
@@ -306,7 +307,7 @@ def _grammatical(lang, tok, part_a, spans, mask_id: int) -> bool:
     return bool(np.isfinite(lang.log_prob(words)))
 
 
-def _glm(entry, p, seed):
+def _glm(entry, p, seed, steps=None):
     sentences = [ids(s) for s in toy_sentences(p.data["sentences"], seed)]
     held_words = toy_sentences(p.data["held_out"], seed + 1000)
     held = [ids(s) for s in held_words]
@@ -339,7 +340,7 @@ def train_unified(entry, preset: str | None = None, *, corpus: str | None = None
     if overwrite:
         clear_run_files(out, RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)
-    model, get_batch, evaluate, source = MAKERS[entry.name](entry, p, seed)
+    model, get_batch, evaluate, source = MAKERS[entry.name](entry, p, seed, steps)
     if progress:
         print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
               f"{source}")
@@ -365,5 +366,3 @@ def train_unified(entry, preset: str | None = None, *, corpus: str | None = None
                                          out / "report.json") if q is not None]
     return report
 
-
-train_unilm = train_unified
