@@ -49,20 +49,27 @@ UNILM_PRESETS = {
                                             eval_every=100, eval_batches=4, grad_clip=1.0),
                   data=dict(pairs=4000, mask_prob=0.15, finetune_steps=400, finetune_mask_prob=0.5,
                             task_sizes=(2000, 100, 200)),
-                  expected=""),
+                  expected="held-out cloze accuracy bidirectional 0.446, seq2seq 0.397, left-to-right 0.380, "
+                           "right-to-left 0.390; NSP 0.539; toy translation after 400 fine-tuning steps: exact "
+                           "match 0.060, token accuracy 0.692; 24 s of CPU on one core (274 s wall at load 18)"),
 }
 
 PREFIX_PRESETS = {
     "toy": Preset(model=dict(block_size=32, n_layer=2, n_head=4, d_model=64), batch_size=32,
                   train=dict(steps=600, lr=3e-3, min_lr=3e-4, warmup=50, weight_decay=0.1, eval_every=100,
                              eval_batches=4, grad_clip=1.0),
-                  data=dict(n_words=100_000, block_size=32), expected=""),
+                  data=dict(n_words=100_000, block_size=32),
+                  expected="held-out loss after the prefix 1.784 nats/word (validation 1.770), the same windows "
+                           "read left to right 1.784; 14 s of CPU on one core (100 s wall on a machine at load 17)"),
 }
 GLM_PRESETS = {
     "toy": Preset(model=dict(max_position=32, n_layer=2, n_head=4, d_model=64, activation="gelu_tanh"), batch_size=32,
                   train=dict(steps=800, lr=2e-3, min_lr=2e-4, warmup=50, weight_decay=0.01, eval_every=100,
                              eval_batches=4, grad_clip=1.0),
-                  data=dict(sentences=4000, ratio=0.15, held_out=300), expected=""),
+                  data=dict(sentences=4000, ratio=0.15, held_out=300),
+                  expected="blank fills the toy language can say 0.950 of 300 held-out sentences (random words "
+                           "of the right lengths 0.027), exact 0.163; validation 1.321 nats per Part B token; "
+                           "10 s of CPU on one core (125 s wall on a machine at load 19)"),
 }
 
 # -- vocabulary and padding ----------------------------------------------------------------
