@@ -179,8 +179,9 @@ def finetune_and_decode(model, p, seed: int, steps: int | None = None, progress:
     sp = dict(sos_id=tok.token_to_id(SOS), eos_id=tok.token_to_id(EOS), mask_id=tok.token_to_id(MASK))
     exact = right = total = 0
     for e in task.test:
-        want = list(ids(e["target"]))
-        got = model.generate(ids(e["source"]), **sp, max_len=len(want) + 4)
+        want, source = list(ids(e["target"])), ids(e["source"])
+        room = model.block_size - len(source) - 3                          # [SOS] S [EOS] ... [MASK]
+        got = model.generate(source, **sp, max_len=min(len(want) + 4, room))
         exact += got == want
         right += sum(g == w for g, w in zip(got, want))
         total += len(want)
