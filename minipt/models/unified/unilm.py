@@ -3,7 +3,8 @@
 Pre-training for Natural Language Understanding and Generation").
 
 - **One network** (Sec. 2.1-2.2): BERT's encoder (``models/encoder/bert.py``): token +
-  learned position + segment embeddings, LayerNorm, post-LN blocks with exact GELU.
+  learned position + segment embeddings, LayerNorm, post-LN blocks with exact GELU
+  (``activation``; the toy preset takes its tanh approximation, which trains faster).
   Every layer reads the same may-attend mask M (True where the paper's M_ij = 0):
   A_l = softmax(Q K^T / sqrt(d_k) + M) V. The mode is nothing but M
   (``objectives.unified.unilm_mask``):
