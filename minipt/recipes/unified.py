@@ -7,7 +7,10 @@ against what the language makes true.
   them with a random B). Reported on held-out pairs: cloze accuracy per mode and NSP
   accuracy; then fine-tuning for generation (seq2seq mask, target tokens masked) on the
   toy translation task and greedy, KV-cached decoding of its test sources: exact match
-  and token accuracy.
+  and token accuracy. ``--steps`` sets the steps of both stages. NSP stays near chance
+  here (0.54 after the preset's 600 steps, 0.50 after 800 bidirectional-only steps):
+  telling whether B is about A's subject is a same-word test the 2-layer toy model does
+  not pick up in that time.
 - ``prefixlm``: windows of the toy word stream, each with a uniform split point
   (``objectives.unified.prefix_lm``): the prefix fully visible, loss on the rest.
   Reported: the loss on held-out windows with their prefixes, and the same windows read
@@ -49,20 +52,27 @@ UNILM_PRESETS = {
                                             eval_every=100, eval_batches=4, grad_clip=1.0),
                   data=dict(pairs=4000, mask_prob=0.15, finetune_steps=400, finetune_mask_prob=0.5,
                             task_sizes=(2000, 100, 200)),
-                  expected=""),
+                  expected="held-out cloze accuracy bidirectional 0.446, seq2seq 0.397, left-to-right 0.380, "
+                           "right-to-left 0.390; NSP 0.539; toy translation after 400 fine-tuning steps: exact "
+                           "match 0.060, token accuracy 0.692; 24 s of CPU on one core (274 s wall at load 18)"),
 }
 
 PREFIX_PRESETS = {
     "toy": Preset(model=dict(block_size=32, n_layer=2, n_head=4, d_model=64), batch_size=32,
                   train=dict(steps=600, lr=3e-3, min_lr=3e-4, warmup=50, weight_decay=0.1, eval_every=100,
                              eval_batches=4, grad_clip=1.0),
-                  data=dict(n_words=100_000, block_size=32), expected=""),
+                  data=dict(n_words=100_000, block_size=32),
+                  expected="held-out loss after the prefix 1.784 nats/word (validation 1.770), the same windows "
+                           "read left to right 1.784; 14 s of CPU on one core (100 s wall on a machine at load 17)"),
 }
 GLM_PRESETS = {
     "toy": Preset(model=dict(max_position=32, n_layer=2, n_head=4, d_model=64, activation="gelu_tanh"), batch_size=32,
                   train=dict(steps=800, lr=2e-3, min_lr=2e-4, warmup=50, weight_decay=0.01, eval_every=100,
                              eval_batches=4, grad_clip=1.0),
-                  data=dict(sentences=4000, ratio=0.15, held_out=300), expected=""),
+                  data=dict(sentences=4000, ratio=0.15, held_out=300),
+                  expected="blank fills the toy language can say 0.950 of 300 held-out sentences (random words "
+                           "of the right lengths 0.027), exact 0.163; validation 1.321 nats per Part B token; "
+                           "10 s of CPU on one core (125 s wall on a machine at load 19)"),
 }
 
 # -- vocabulary and padding ----------------------------------------------------------------
@@ -157,12 +167,13 @@ def cloze_by_mode(model, pairs, seed: int, n: int = 256, mask_prob: float = 0.15
     return found
 
 
-def finetune_and_decode(model, p, seed: int, progress: bool = False) -> dict:
-    """Fine-tune for generation on the toy translation, then decode its test sources."""
+def finetune_and_decode(model, p, seed: int, steps: int | None = None, progress: bool = False) -> dict:
+    """Fine-tune for generation on the toy translation (``steps``, default the preset's),
+    then decode its test sources greedily with the KV cache."""
     from ..data.toy_text_tasks import translation
     task = translation(sizes=tuple(p.data["task_sizes"]), seed=seed)
     pairs = [(ids(e["source"]), ids(e["target"])) for e in task.train]
-    steps = p.data["finetune_steps"]
+    steps = steps or p.data["finetune_steps"]
     tc = TrainConfig(**{**p.train, "steps": steps, "warmup": steps // 10, "eval_every": 0}, seed=seed,
                      progress=progress)
     mp = p.data["finetune_mask_prob"]
@@ -171,15 +182,16 @@ def finetune_and_decode(model, p, seed: int, progress: bool = False) -> dict:
     sp = dict(sos_id=tok.token_to_id(SOS), eos_id=tok.token_to_id(EOS), mask_id=tok.token_to_id(MASK))
     exact = right = total = 0
     for e in task.test:
-        want = list(ids(e["target"]))
-        got = model.generate(ids(e["source"]), **sp, max_len=len(want) + 4)
+        want, source = list(ids(e["target"])), ids(e["source"])
+        room = model.block_size - len(source) - 3                          # [SOS] S [EOS] ... [MASK]
+        got = model.generate(source, **sp, max_len=min(len(want) + 4, room))
         exact += got == want
         right += sum(g == w for g, w in zip(got, want))
         total += len(want)
     return {"exact match": exact / len(task.test), "token accuracy": right / total}
 
 
-def _unilm(entry, p, seed):
+def _unilm(entry, p, seed, steps=None):
     pairs = reply_pairs(p.data["pairs"], seed)
     held = reply_pairs(500, seed + 1000)
     model = entry.build(rng=np.random.default_rng(seed), vocab_size=tokenizer().vocab_size, **p.model)
@@ -194,7 +206,7 @@ def _unilm(entry, p, seed):
         ids_, seg, mask, labels, nsp = unilm_batch(held, np.random.default_rng(seed + 2), 256, 0.15, "bidirectional")
         with eval_mode(model):
             found["NSP accuracy"] = float((model.nsp_logits(model.encode(ids_, seg, mask)).argmax(-1) == nsp).mean())
-        found.update({f"translation {k}": v for k, v in finetune_and_decode(model, p, seed).items()})
+        found.update({f"translation {k}": v for k, v in finetune_and_decode(model, p, seed, steps).items()})
         return [f"{k} {v:.3f}" for k, v in found.items()], found
     return model, get, evaluate, f"{len(pairs)} toy sentence pairs (the second about the first's subject)"
 
@@ -218,7 +230,7 @@ def prefix_batch(stream: np.ndarray, rng: np.random.Generator, B: int, T: int):
     return np.stack([m[0] for m in made]), np.stack([m[1] for m in made]), prefix_len
 
 
-def _prefixlm(entry, p, seed):
+def _prefixlm(entry, p, seed, steps=None):
     T = p.data["block_size"]
     train_ids, val_ids = word_stream(p.data["n_words"], seed), word_stream(p.data["n_words"] // 10, seed + 1000)
     model = entry.build(rng=np.random.default_rng(seed), vocab_size=tokenizer().vocab_size, **p.model)
@@ -306,7 +318,7 @@ def _grammatical(lang, tok, part_a, spans, mask_id: int) -> bool:
     return bool(np.isfinite(lang.log_prob(words)))
 
 
-def _glm(entry, p, seed):
+def _glm(entry, p, seed, steps=None):
     sentences = [ids(s) for s in toy_sentences(p.data["sentences"], seed)]
     held_words = toy_sentences(p.data["held_out"], seed + 1000)
     held = [ids(s) for s in held_words]
@@ -339,7 +351,7 @@ def train_unified(entry, preset: str | None = None, *, corpus: str | None = None
     if overwrite:
         clear_run_files(out, RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)
-    model, get_batch, evaluate, source = MAKERS[entry.name](entry, p, seed)
+    model, get_batch, evaluate, source = MAKERS[entry.name](entry, p, seed, steps)
     if progress:
         print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
               f"{source}")
@@ -365,5 +377,3 @@ def train_unified(entry, preset: str | None = None, *, corpus: str | None = None
                                          out / "report.json") if q is not None]
     return report
 
-
-train_unilm = train_unified

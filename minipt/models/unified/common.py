@@ -1,5 +1,6 @@
-"""What the unified models share (UniLM and GLM): the check of a may-attend mask given
-as data, and the probe that lets a gradcheck see the embedded inputs of the stack."""
+"""What the unified models share: the check of a may-attend mask given as data (UniLM,
+GLM), and the probe that lets a gradcheck see the embedded inputs of the stack (UniLM,
+GLM, the prefix LM)."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,15 +20,17 @@ def check_mask(mask, B: int, T: int, S: int | None = None) -> np.ndarray:
 
 
 class HiddenProbe(Module):
-    """Wraps a model with ``forward_hidden(x, ...)`` / ``backward_hidden(dloss) -> dx`` so
+    """Wraps a model with ``forward(x, ...) -> (loss, logits)`` and ``backward(dloss) -> dx``
+    methods from embedded inputs (by default ``forward_hidden`` / ``backward_hidden``) so
     ``check_module`` sees the embedded inputs x (B, T, C) as its float input."""
 
-    def __init__(self, model: Module):
+    def __init__(self, model: Module, forward: str = "forward_hidden", backward: str = "backward_hidden"):
         super().__init__()
         self.model = model
+        self._forward, self._backward = getattr(model, forward), getattr(model, backward)
 
     def forward(self, x, *rest):
-        return self.model.forward_hidden(x, *rest)[0]
+        return self._forward(x, *rest)[0]
 
     def backward(self, dloss):
-        return self.model.backward_hidden(dloss)
+        return self._backward(dloss)

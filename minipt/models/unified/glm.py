@@ -105,6 +105,9 @@ class GLM(Module):
         check_ndim("ids", ids, 2)
         check_ids("ids", ids, self.config.vocab_size)
         B, N = ids.shape
+        if N > self.config.max_position:
+            raise ValueError(f"ids: Part A and Part B hold {N} tokens; the context is max_position "
+                             f"{self.config.max_position}")
         positions = np.asarray(positions)
         if positions.shape != (B, 2, N):
             raise ValueError(f"positions: expected shape ({B}, 2, {N}) (position in Part A, position in the span), "

@@ -25,11 +25,12 @@ import numpy as np
 
 from ...core.checks import check_ids, check_ndim
 from ...nn.kv_cache import KVCache
-from ...ops.cross_entropy import cross_entropy_forward
+from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.linear import linear_forward
 from ..decoder.gpt import GPT, GPTConfig, perturbed
 from ..protocol import IGNORE
 from ..registry import GradcheckCase, ModelEntry, register
+from .common import HiddenProbe
 
 
 def prefix_mask(prefix_len, B: int, T: int, start: int = 0) -> np.ndarray:
@@ -49,30 +50,46 @@ def prefix_mask(prefix_len, B: int, T: int, start: int = 0) -> np.ndarray:
 class PrefixLM(GPT):
     """``loss, logits = model(idx, targets, prefix_len)``; the rest of the protocol is GPT's."""
 
-    def hidden(self, idx: np.ndarray, cache: KVCache | None = None, prefix_len=0) -> np.ndarray:
+    def embed(self, idx: np.ndarray, offset: int = 0) -> np.ndarray:
+        """ids (B, T) at positions offset.. -> Drop(W_e[idx] + W_p[offset:offset + T]) (B, T, C)."""
         c = self.config
         check_ndim("idx", idx, 2)
         check_ids("idx", idx, c.vocab_size)
-        B, T = idx.shape
+        if offset + idx.shape[1] > c.block_size:
+            raise ValueError(f"sequence length {offset + idx.shape[1]} exceeds the context (block_size {c.block_size})")
+        return self.drop(self.wte(idx) + self.wpe(idx.shape[1], offset))        # (B, T, C)
+
+    def hidden(self, idx: np.ndarray, cache: KVCache | None = None, prefix_len=0) -> np.ndarray:
         offset = 0 if cache is None else cache.length
-        if offset + T > c.block_size:
-            raise ValueError(f"sequence length {offset + T} exceeds the context (block_size {c.block_size})")
-        mask = prefix_mask(prefix_len, B, T, offset)                             # (B, T, offset + T)
-        x = self.drop(self.wte(idx) + self.wpe(T, offset))                       # (B, T, C)
-        return self.h(x, mask=mask, cache=cache)                                 # (B, T, C)
+        x = self.embed(idx, offset)                                              # (B, T, C)
+        return self.h(x, mask=prefix_mask(prefix_len, *idx.shape, offset), cache=cache)   # (B, T, C)
 
     def forward(self, idx: np.ndarray, targets: np.ndarray | None = None, prefix_len=0, *,
                 cache: KVCache | None = None):
         """idx (B, T) [, targets (B, T), prefix_len int or (B,)] -> loss (or None), logits (B, T, V)."""
-        h = self.hidden(idx, cache, prefix_len)                                  # (B, T, C)
+        x = self.embed(idx, 0 if cache is None else cache.length)               # (B, T, C)
+        return self.forward_embedded(x, targets, prefix_len, cache=cache)
+
+    def forward_embedded(self, x: np.ndarray, targets=None, prefix_len=0, *, cache: KVCache | None = None):
+        """The same from embedded inputs x (B, T, C): the stack, the tied output layer, the loss."""
+        B, T, _ = x.shape
+        offset = 0 if cache is None else cache.length
+        h = self.h(x, mask=prefix_mask(prefix_len, B, T, offset), cache=cache)   # (B, T, C)
         logits, lin_cache = linear_forward(h, self.head_weight()[0], None)       # (B, T, V)
         loss = ce_cache = None
         if targets is not None:
-            if np.shape(targets) != idx.shape:
-                raise ValueError(f"targets: expected shape {idx.shape}, got {np.shape(targets)}")
+            if np.shape(targets) != (B, T):
+                raise ValueError(f"targets: expected shape {(B, T)}, got {np.shape(targets)}")
             loss, ce_cache = cross_entropy_forward(logits, targets)
         self._cache = (lin_cache, ce_cache)
         return loss, logits
+
+    def backward_embedded(self, dloss: float = 1.0) -> np.ndarray:
+        """Back through the loss, the output layer and the stack; returns dx (B, T, C)."""
+        lin_cache, ce_cache = self._cache
+        if ce_cache is None:
+            raise RuntimeError("backward needs a forward with targets")
+        return self.h.backward(self.backward_head(cross_entropy_backward(dloss, ce_cache), lin_cache)).dx
 
 
 # -- registry entry -------------------------------------------------------------------
@@ -104,9 +121,15 @@ def tiny():
 
 
 def check_prefix():
-    """Whole model in float64 with per-row prefixes: every parameter, tied output included."""
+    """Whole model in float64 with per-row prefixes: every parameter (tied output
+    included), then the input of the stack."""
     from ...core.gradcheck import check_module
-    return check_module(tiny_model(seed=2), *tiny_prefix_batch(), select=lambda out: out[0], max_checks=8)
+    model, (idx, targets, prefix_len) = tiny_model(seed=2), tiny_prefix_batch()
+    result = check_module(model, idx, targets, prefix_len, select=lambda out: out[0], max_checks=8)
+    probe = HiddenProbe(model, forward="forward_embedded", backward="backward_embedded")
+    inputs = check_module(probe, model.embed(idx), targets, prefix_len, max_checks=8)
+    result.arrays.extend(a for a in inputs.arrays if a.kind == "input")
+    return result
 
 
 from ...recipes.unified import PREFIX_PRESETS, train_unified  # noqa: E402  (the recipe imports nothing from here)
@@ -115,4 +138,4 @@ register(ModelEntry(
     name="prefixlm", title="Prefix LM", paper="Raffel et al. 2020, Exploring the Limits of Transfer Learning "
     "with a Unified Text-to-Text Transformer (Sec. 3.2.1)", objective="LM after a fully visible prefix",
     build=build, tiny=tiny, lesson="21_unilm_prefix_lm", presets=PREFIX_PRESETS, recipe=train_unified,
-    gradchecks=(GradcheckCase("Prefix LM with prefixes", "per-row prefix 3 and 2, V7 T6 d8", check_prefix),)))
+    gradchecks=(GradcheckCase("Prefix LM with prefixes", "per-row prefix 3 and 2, input + params", check_prefix),)))

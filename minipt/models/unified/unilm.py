@@ -3,7 +3,8 @@
 Pre-training for Natural Language Understanding and Generation").
 
 - **One network** (Sec. 2.1-2.2): BERT's encoder (``models/encoder/bert.py``): token +
-  learned position + segment embeddings, LayerNorm, post-LN blocks with exact GELU.
+  learned position + segment embeddings, LayerNorm, post-LN blocks with exact GELU
+  (``activation``; the toy preset takes its tanh approximation, which trains faster).
   Every layer reads the same may-attend mask M (True where the paper's M_ij = 0):
   A_l = softmax(Q K^T / sqrt(d_k) + M) V. The mode is nothing but M
   (``objectives.unified.unilm_mask``):
@@ -252,11 +253,11 @@ def check_mode(mode: str):
     return params
 
 
-from ...recipes.unified import UNILM_PRESETS, train_unilm  # noqa: E402  (the recipe imports nothing from here)
+from ...recipes.unified import UNILM_PRESETS, train_unified  # noqa: E402  (the recipe imports nothing from here)
 
 register(ModelEntry(
     name="unilm", title="UniLM", paper="Dong et al. 2019, Unified Language Model Pre-training for Natural "
     "Language Understanding and Generation", objective="cloze under 4 masks + NSP", build=build, tiny=tiny,
-    lesson="21_unilm_prefix_lm", presets=UNILM_PRESETS, recipe=train_unilm, language_model=False,
+    lesson="21_unilm_prefix_lm", presets=UNILM_PRESETS, recipe=train_unified, language_model=False,
     gradchecks=tuple(GradcheckCase(f"UniLM {m}", "cloze + NSP, padding, input + params", lambda m=m: check_mode(m))
                      for m in UNILM_MODES)))

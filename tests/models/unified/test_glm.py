@@ -106,6 +106,8 @@ def test_bad_input_is_refused_by_name():
     ids, pos, mask, targets = tiny_batch()
     with pytest.raises(ValueError, match="3 blanks of up to 4 tokens do not fit"):
         model.fill(np.array([4, MASK, 5, MASK, 6, MASK]), mask_id=MASK, start_id=START, end_id=END, max_span=4)
+    with pytest.raises(ValueError, match="17 tokens; the context is max_position 16"):
+        model(np.full((1, 17), 4), np.zeros((1, 2, 17), dtype=np.int64), np.ones((17, 17), dtype=bool))
     with pytest.raises(ValueError, match="no blank"):
         model.fill(np.array([4, 5]), mask_id=MASK, start_id=START, end_id=END, max_span=2)
     with pytest.raises(ValueError, match="positions: expected shape"):
