@@ -9,6 +9,8 @@ three layouts, chosen by ``model_type``:
 - ``openai-gpt`` <-> ``OpenAIGPTLMHeadModel`` (``openai_gpt_layout.py``): GPT-1 (post-LN).
 - ``xlnet`` <-> ``XLNetLMHeadModel`` (``xlnet_layout.py``): minipt's XLNet (``models/unified/xlnet.py``),
   one of ``MODEL_LAYOUTS``, the layouts of models other than ``GPT``, found by config class.
+- ``t5`` <-> ``T5ForConditionalGeneration`` (``t5_layout.py``): minipt's T5 (``models/seq2seq/t5.py``),
+  v1.0 and v1.1.
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
@@ -38,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..models.decoder.gpt import GPT, GPTConfig
-from . import gpt2_layout, llama_layout, openai_gpt_layout, xlnet_layout
+from . import gpt2_layout, llama_layout, openai_gpt_layout, t5_layout, xlnet_layout
 from .hf_config import read_config, write_config
 from .layout import from_theirs, their_shapes, to_theirs
 from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
@@ -46,7 +48,7 @@ from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
 LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layout)}
 # Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
 # its model (``build(config, rng, dtype)``); a config of that class exports through it.
-MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout,)}
+MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, t5_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
