@@ -33,8 +33,9 @@ Tensor names (encoder layer i, decoder layer j; minipt name on the right):
 - **Covered** (``config_from_hf`` refuses the rest by name): ``d_kv`` = d_model / num_heads,
   ``feed_forward_proj`` "relu" or "gated-gelu", ``decoder_start_token_id`` = ``pad_token_id``,
   ``is_encoder_decoder`` true. ``dropout_rate`` -> ``dropout``; ``layer_norm_epsilon`` ->
-  ``eps``; ``n_positions`` (default 512) -> ``block_size``, the longest source or target
-  minipt reads (T5 itself has no position table).
+  ``eps``; ``n_positions`` (default 512) -> ``max_source_len`` and ``max_target_len``, the
+  longest source and target minipt reads (T5 itself has no position table; export writes
+  the larger).
 - Files may also hold ``encoder.embed_tokens.weight`` and ``decoder.embed_tokens.weight``
   (copies of ``shared.weight``) and a cross-attention ``relative_attention_bias`` that
   transformers ignores: they are skipped.
@@ -129,7 +130,8 @@ def config_from_hf(hf: dict) -> T5Config:
                     n_layer=n_layer, n_decoder_layer=n_layer if n_dec is None else get_int(hf, "num_decoder_layers"),
                     n_head=H, num_buckets=get_int(hf, "relative_attention_num_buckets", 32),
                     max_distance=get_int(hf, "relative_attention_max_distance", 128), ffn=ffn,
-                    tie_embeddings=tie, scale_output=scale, block_size=get_int(hf, "n_positions", 512),
+                    tie_embeddings=tie, scale_output=scale, max_source_len=get_int(hf, "n_positions", 512),
+                    max_target_len=get_int(hf, "n_positions", 512),
                     pad_id=pad, dropout=get_float(hf, "dropout_rate", 0.1),
                     eps=get_float(hf, "layer_norm_epsilon", 1e-6))
 
@@ -143,7 +145,7 @@ def config_to_hf(c: T5Config, dtype: str, bos: int | None = None, eos: int | Non
         "relative_attention_num_buckets": c.num_buckets, "relative_attention_max_distance": c.max_distance,
         "feed_forward_proj": c.ffn, "dropout_rate": c.dropout, "layer_norm_epsilon": c.eps,
         "tie_word_embeddings": c.tie_embeddings, "scale_decoder_outputs": c.scale_output,
-        "n_positions": c.block_size, "is_encoder_decoder": True, "pad_token_id": c.pad_id,
+        "n_positions": max(c.max_source_len, c.max_target_len), "is_encoder_decoder": True, "pad_token_id": c.pad_id,
         "decoder_start_token_id": c.pad_id, "eos_token_id": eos, "initializer_factor": 1.0,
         "dtype": dtype, "torch_dtype": dtype,
     }

@@ -16,7 +16,7 @@ import pytest
 
 from minipt.interop import from_pretrained, save_pretrained, their_named
 from minipt.interop.safetensors_io import read_file
-from minipt.models.seq2seq.t5 import T5, T5Config
+from minipt.models.seq2seq.t5 import T5, T5Config, shift_right
 from minipt.ops.positions import relative_position_bucket
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -32,7 +32,9 @@ def run(variant: str):
     model = from_pretrained(FIXTURES / f"t5_{variant}")
     ref, meta = read_file(FIXTURES / "t5_reference.safetensors")
     model.zero_grad()
-    loss, logits = model(ref["input_ids"], ref["labels"], ref["attention_mask"])
+    # transformers' attention_mask is exactly minipt's padding mask (ids != pad) here
+    assert np.array_equal(ref["attention_mask"], ref["input_ids"] != model.config.pad_id)
+    loss, logits = model(ref["input_ids"], shift_right(ref["labels"], 0), ref["labels"])
     model.backward()
     mine = {k[len(variant) + 1:]: v for k, v in ref.items() if k.startswith(variant + "/")}
     return model, mine, meta, loss, logits
@@ -60,7 +62,7 @@ def test_every_gradient_matches_transformers(variant):
 
 def test_configs_map_onto_minipt():
     common = dict(vocab_size=40, d_model=16, d_ff=24, n_layer=2, n_decoder_layer=3, n_head=2, num_buckets=8,
-                  max_distance=12, block_size=512, pad_id=0, dropout=0.0, eps=1e-6, tie_embeddings=True)
+                  max_distance=12, max_source_len=512, max_target_len=512, pad_id=0, dropout=0.0, eps=1e-6, tie_embeddings=True)
     assert from_pretrained(FIXTURES / "t5_v1_0").config == T5Config(ffn="relu", scale_output=True, **common)
     assert from_pretrained(FIXTURES / "t5_v1_1").config == T5Config(ffn="gated-gelu", scale_output=False, **common)
 
@@ -98,7 +100,7 @@ def test_a_folder_transformers_wrote_survives_minipt_bitwise(tmp_path):
 @pytest.mark.parametrize("ffn, tied", [("relu", True), ("gated-gelu", False), ("gated-gelu", True)])
 def test_round_trip_is_bitwise(tmp_path, dtype, ffn, tied):
     model = T5(T5Config(vocab_size=30, d_model=8, d_ff=12, n_layer=2, n_decoder_layer=1, n_head=2, ffn=ffn,
-                        tie_embeddings=tied, block_size=20), rng=np.random.default_rng(0), dtype=dtype)
+                        tie_embeddings=tied, max_source_len=20, max_target_len=20), rng=np.random.default_rng(0), dtype=dtype)
     save_pretrained(model, tmp_path / "out")
     back = from_pretrained(tmp_path / "out")
     assert back.config == model.config and back.dtype == dtype

@@ -55,7 +55,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ...core.checks import check_ids, check_ndim
-from ...core.module import Module
+from ...core.module import Module, eval_mode
+from ...inference.seq2seq_decoding import Encoded
 from ...nn.dropout import Dropout
 from ...nn.embedding import Embedding
 from ...nn.kv_cache import KVCache
@@ -65,7 +66,8 @@ from ...nn.stack import TransformerStack
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.embedding import embedding_backward, embedding_forward
 from ...ops.linear import linear_backward, linear_forward
-from ..protocol import IGNORE, log_prob_from_loss
+from ...recipes.t5 import PRESETS, train_t5
+from ..protocol import IGNORE
 from ..registry import GradcheckCase, ModelEntry, register
 
 FFN = {"relu": "relu", "gated-gelu": "geglu"}          # T5's feed_forward_proj -> the FeedForward activation
@@ -84,13 +86,14 @@ class T5Config:
     ffn: str = "relu"                   # "relu" (v1.0) | "gated-gelu" (v1.1)
     tie_embeddings: bool = True
     scale_output: bool | None = None    # default: tie_embeddings (v1.0 rescales, v1.1 does not)
-    block_size: int = 64                # longest source or target read at once
+    max_source_len: int = 64            # T5 has no position table: these only bound what is read
+    max_target_len: int = 64
     pad_id: int = 0                     # also the decoder's start token
     dropout: float = 0.0
     eps: float = 1e-6
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "d_ff", "n_layer", "n_head", "block_size"):
+        for name in ("vocab_size", "d_model", "d_ff", "n_layer", "n_head", "max_source_len", "max_target_len"):
             if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.d_model % self.n_head:
@@ -116,20 +119,6 @@ def shift_right(labels: np.ndarray, start_id: int) -> np.ndarray:
     out[:, 1:] = labels[:, :-1]
     out[out == IGNORE] = start_id
     return out
-
-
-def _source_mask(attention_mask: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray | None:
-    """attention_mask (B, S) of 1 (read) / 0 (padding) -> may-attend (B, 1, S), or None."""
-    if attention_mask is None:
-        return None
-    m = np.asarray(attention_mask)
-    if m.shape != shape:
-        raise ValueError(f"attention_mask: expected shape {shape} (as input_ids), got {m.shape}")
-    if not np.isin(m, (0, 1)).all():
-        raise ValueError("attention_mask must hold 1 (read) and 0 (padding) only")
-    if not m.any(axis=1).all():
-        raise ValueError(f"attention_mask: row {int(np.argmin(m.any(axis=1)))} reads no token")
-    return m.astype(bool)[:, None, :]                                 # (B, 1, S)
 
 
 class T5(Module):
@@ -173,53 +162,63 @@ class T5(Module):
                     fill(lin.params["weight"], C ** -0.5)
                 fill((b.mlp.w2 if b.mlp.activation == "geglu" else b.mlp.c_proj).params["weight"], F ** -0.5)
 
-    # -- the model protocol -------------------------------------------------------
+    # -- the model protocol (and inference.seq2seq_decoding's) --------------------
     @property
     def block_size(self) -> int:
-        return self.config.block_size
+        return self.config.max_target_len
+
+    @property
+    def max_target_len(self) -> int:
+        return self.config.max_target_len
 
     def new_cache(self) -> KVCache:
         """The decoder's self- and cross-attention caches (one slot per decoder layer)."""
-        return KVCache(self.config.n_decoder_layer)
+        return KVCache(self.config.n_decoder_layer, self.config.max_target_len)
 
     def spec(self) -> dict:
         return {"model": self.name, **self.config.to_dict()}
 
-    def _check_ids(self, name: str, ids: np.ndarray, offset: int = 0) -> None:
-        check_ndim(name, ids, 2)
-        check_ids(name, ids, self.config.vocab_size)
-        if offset + ids.shape[1] > self.config.block_size:
-            raise ValueError(f"{name}: length {offset + ids.shape[1]} exceeds the maximum (block_size "
-                             f"{self.config.block_size})")
-
     # -- encoder, decoder ---------------------------------------------------------
-    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray | None = None) -> np.ndarray:
-        """input_ids (B, S) [, attention_mask (B, S) 1/0] -> the encoder's output (B, S, C)."""
-        self._check_ids("input_ids", input_ids)
-        B, S = input_ids.shape
-        mask = _source_mask(attention_mask, (B, S))                   # (B, 1, S) or None
-        x, self._enc_embed = embedding_forward(input_ids, self.shared.params["weight"])   # (B, S, C)
-        x = self.enc_drop_in(x)
-        bias = self.encoder_bias(S, S)                                # (H, S, S), shared by every layer
-        return self.enc_drop_out(self.encoder(x, mask=mask, attn_bias=bias))   # (B, S, C)
+    def encode(self, source: np.ndarray) -> Encoded:
+        """source (B, S) ids, padded with pad_id on the right -> Encoded(memory (B, S, C),
+        mask (B, 1, S) of real source positions, or None when nothing is padded)."""
+        c = self.config
+        source = np.asarray(source)
+        check_ndim("source", source, 2)
+        check_ids("source", source, c.vocab_size)
+        B, S = source.shape
+        if S > c.max_source_len:
+            raise ValueError(f"source length {S} exceeds max_source_len {c.max_source_len}")
+        real = source != c.pad_id                                         # (B, S)
+        if not real.any(axis=1).all():
+            raise ValueError(f"source rows {np.flatnonzero(~real.any(axis=1)).tolist()} are empty (all padding)")
+        mask = None if real.all() else real[:, None, :]                   # (B, 1, S)
+        x, self._enc_embed = embedding_forward(source, self.shared.params["weight"])   # (B, S, C)
+        bias = self.encoder_bias(S, S)                                    # (H, S, S), shared by every layer
+        h = self.encoder(self.enc_drop_in(x), mask=mask, attn_bias=bias)  # (B, S, C)
+        return Encoded(self.enc_drop_out(h), mask)
 
-    def decode(self, decoder_input_ids: np.ndarray, memory: np.ndarray, attention_mask: np.ndarray | None = None,
-               cache: KVCache | None = None) -> np.ndarray:
-        """decoder_input_ids (B, T), the encoder's output (B, S, C) -> logits (B, T, V).
-        With ``cache`` the ids continue the cached positions (inference only)."""
+    def decode(self, target_in: np.ndarray, encoded: Encoded, *, cache: KVCache | None = None) -> np.ndarray:
+        """target_in (B, T) ids (with a cache: the new ones, continuing its positions) ->
+        logits (B, T, V)."""
+        c = self.config
+        target_in = np.asarray(target_in)
+        check_ndim("target_in", target_in, 2)
+        check_ids("target_in", target_in, c.vocab_size)
         offset = 0 if cache is None else cache.length
-        self._check_ids("decoder_input_ids", decoder_input_ids, offset)
-        B, T = decoder_input_ids.shape
-        if memory.ndim != 3 or memory.shape[0] != B:
-            raise ValueError(f"memory: expected (B={B}, S, C), got {memory.shape}")
-        mask = _source_mask(attention_mask, memory.shape[:2])         # (B, 1, S) or None
-        y, self._dec_embed = embedding_forward(decoder_input_ids, self.shared.params["weight"])  # (B, T, C)
-        y = self.dec_drop_in(y)
-        bias = self.decoder_bias(T, offset + T, offset)               # (H, T, offset + T), causal buckets
-        h = self.dec_drop_out(self.decoder(y, memory, causal=True, attn_bias=bias, memory_mask=mask,
-                                           cache=cache))              # (B, T, C)
-        scale = self.config.d_model ** -0.5 if self.config.scale_output else 1.0
-        logits, lin_cache = linear_forward(h * scale, self.head_weight()[0], None)   # (B, T, V)
+        B, T = target_in.shape
+        if T < 1:
+            raise ValueError("target_in is empty: the decoder needs at least the start token")
+        if offset + T > c.max_target_len:
+            raise ValueError(f"target length {offset + T} exceeds max_target_len {c.max_target_len}")
+        if encoded.memory.ndim != 3 or encoded.memory.shape[0] != B:
+            raise ValueError(f"encoded memory: expected (B={B}, S, C), got {encoded.memory.shape}")
+        y, self._dec_embed = embedding_forward(target_in, self.shared.params["weight"])   # (B, T, C)
+        bias = self.decoder_bias(T, offset + T, offset)                   # (H, T, offset + T), causal buckets
+        h = self.decoder(self.dec_drop_in(y), encoded.memory, causal=True, attn_bias=bias,
+                         memory_mask=encoded.mask, cache=cache)           # (B, T, C)
+        scale = c.d_model ** -0.5 if c.scale_output else 1.0
+        logits, lin_cache = linear_forward(self.dec_drop_out(h) * scale, self.head_weight()[0], None)  # (B, T, V)
         self._head = (lin_cache, scale)
         return logits
 
@@ -227,25 +226,21 @@ class T5(Module):
         owner = self.shared if self.lm_head is None else self.lm_head
         return owner.params["weight"], owner.grads["weight"]          # (V, C)
 
-    def forward(self, input_ids: np.ndarray, labels: np.ndarray | None = None,
-                attention_mask: np.ndarray | None = None, *, decoder_input_ids: np.ndarray | None = None):
-        """input_ids (B, S), labels (B, T) [, attention_mask (B, S)] -> loss (or None), logits
-        (B, T, V). The decoder reads ``shift_right(labels)`` unless ``decoder_input_ids`` is given."""
-        if decoder_input_ids is None:
-            if labels is None:
-                raise ValueError("T5 needs labels or decoder_input_ids for its decoder")
-            check_ndim("labels", labels, 2)
-            decoder_input_ids = shift_right(labels, self.config.pad_id)
-        if labels is not None and labels.shape != decoder_input_ids.shape:
-            raise ValueError(f"labels: expected shape {decoder_input_ids.shape}, got {labels.shape}")
-        if labels is not None and labels.shape[0] != input_ids.shape[0]:
-            raise ValueError(f"labels: batch {labels.shape[0]} differs from input_ids' {input_ids.shape[0]}")
-        memory = self.encode(input_ids, attention_mask)               # (B, S, C)
-        logits = self.decode(decoder_input_ids, memory, attention_mask)   # (B, T, V)
-        loss, ce_cache = (None, None)
-        if labels is not None:
-            loss, ce_cache = cross_entropy_forward(logits, labels)
-        self._cache = ce_cache
+    def forward(self, source: np.ndarray, target_in: np.ndarray, targets: np.ndarray | None = None):
+        """Teacher forcing: source (B, S), target_in (B, T) (``shift_right`` of the targets)
+        [, targets (B, T)] -> loss (mean cross-entropy over targets not IGNORE, or None),
+        logits (B, T, V)."""
+        encoded = self.encode(source)
+        logits = self.decode(target_in, encoded)
+        loss = ce = None
+        if targets is not None:
+            targets = np.asarray(targets)
+            if targets.shape != np.shape(target_in):
+                raise ValueError(f"targets: expected shape {np.shape(target_in)} (as target_in), got {targets.shape}")
+            if not (targets != IGNORE).any():
+                raise ValueError("targets are all IGNORE: an empty target has nothing to learn")
+            loss, ce = cross_entropy_forward(logits, targets)
+        self._cache = ce
         return loss, logits
 
     def backward(self, dloss: float = 1.0, dlogits: np.ndarray | None = None) -> None:
@@ -253,7 +248,7 @@ class T5(Module):
         layer's gradient), then, from the cross-attention's memory gradient, the encoder."""
         if dlogits is None:
             if self._cache is None:
-                raise RuntimeError("T5.backward needs a forward with labels, or dlogits")
+                raise RuntimeError("T5.backward needs a forward with targets, or dlogits")
             dlogits = cross_entropy_backward(dloss, self._cache)       # (B, T, V)
         lin_cache, scale = self._head
         dh, dw, _ = linear_backward(dlogits, lin_cache)                # (B, T, C), (V, C)
@@ -266,19 +261,23 @@ class T5(Module):
         self.encoder_bias.backward(e.dattn_bias)
         dW += embedding_backward(self.enc_drop_in.backward(e.dx), self._enc_embed)
 
-    def log_prob(self, input_ids: np.ndarray, labels: np.ndarray) -> float:
-        """Total log-probability (nats) of ``labels`` given ``input_ids``, in eval mode."""
-        return log_prob_from_loss(self, input_ids, labels)
+    def log_prob(self, source: np.ndarray, target_in: np.ndarray, targets: np.ndarray) -> float:
+        """Total log-probability (nats) of ``targets`` given the source, in eval mode."""
+        with eval_mode(self):
+            loss, _ = self.forward(source, target_in, targets)
+        return -float(loss) * int(np.sum(np.asarray(targets) != IGNORE))
 
 
 # -- registry entry ---------------------------------------------------------------
-TINY = dict(vocab_size=9, d_model=8, d_ff=12, n_layer=2, n_head=2, num_buckets=8, max_distance=10, block_size=8)
+TINY = dict(vocab_size=9, d_model=8, d_ff=12, n_layer=2, n_head=2, num_buckets=8, max_distance=10,
+            max_source_len=8, max_target_len=8)
 
 
-def tiny_batch() -> tuple[np.ndarray, np.ndarray]:
-    """input_ids (2, 6), labels (2, 6) with one ignored target."""
-    return (np.array([[1, 2, 3, 4, 5, 6], [6, 0, 1, 1, 2, 8]]),
-            np.array([[2, 3, 4, 5, 6, 7], [0, 1, IGNORE, 2, 3, 1]]))
+def tiny_batch() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """source (2, 6) with a padded row, target_in (2, 6) = shift_right(targets), targets with
+    one IGNORE."""
+    targets = np.array([[2, 3, 4, 5, 6, 7], [3, 1, IGNORE, 2, 3, 1]])
+    return np.array([[1, 2, 3, 4, 5, 6], [6, 7, 1, 1, 0, 0]]), shift_right(targets, 0), targets
 
 
 def tiny_model(seed: int = 0, **kw) -> T5:
@@ -290,10 +289,7 @@ def tiny_model(seed: int = 0, **kw) -> T5:
 def _whole(**kw):
     def run():
         from ...core.gradcheck import check_module
-        model = tiny_model(**kw)
-        ids, labels = tiny_batch()
-        mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
-        return check_module(model, ids, labels, mask, select=lambda out: out[0], max_checks=12)
+        return check_module(tiny_model(**kw), *tiny_batch(), select=lambda out: out[0], max_checks=8)
     return run
 
 
@@ -303,8 +299,9 @@ def build(*, rng, dtype=np.float32, **settings) -> T5:
 
 register(ModelEntry(
     name="t5", title="T5", paper="Raffel et al. 2020, Exploring the Limits of Transfer Learning with a Unified "
-    "Text-to-Text Transformer", objective="text-to-text (teacher-forced decoder)",
-    build=build, tiny=lambda: (tiny_model(), tiny_batch()), lesson="19_t5",
+    "Text-to-Text Transformer", objective="span corruption, then text-to-text (teacher-forced decoder)",
+    build=build, tiny=lambda: (tiny_model(), tiny_batch()), lesson="19_t5", language_model=False,
+    presets=PRESETS, recipe=train_t5,
     gradchecks=(GradcheckCase("T5 v1.1", "gated GELU, untied head, padded source", _whole(
                     ffn="gated-gelu", tie_embeddings=False)),
                 GradcheckCase("T5 v1.0 with dropout", "ReLU, tied, rescaled head, dropout 0.1, padded source",

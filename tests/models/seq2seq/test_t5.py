@@ -100,19 +100,43 @@ def naive_logits(model: T5, src, tgt_in, src_len):
                                 dict(ffn="gated-gelu", tie_embeddings=True, scale_output=False)])
 def test_forward_matches_a_plain_numpy_formula(kw):
     model = tiny_model(**kw)
-    ids, labels = tiny_batch()
-    mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
-    loss, logits = model(ids, labels, mask)
-    tgt_in = shift_right(labels, 0)
-    for b, n in enumerate(mask.sum(1)):
-        want = naive_logits(model, ids[b], tgt_in[b], n)
+    src, tgt_in, targets = tiny_batch()
+    loss, logits = model(src, tgt_in, targets)
+    for b in range(2):
+        want = naive_logits(model, src[b], tgt_in[b], int((src[b] != 0).sum()))
         if not model.config.scale_output and model.config.tie_embeddings:
             want = want * model.config.d_model ** 0.5                     # tied but not rescaled
         np.testing.assert_allclose(logits[b], want, rtol=0, atol=1e-12)
     z = logits - logits.max(-1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
-    keep = labels != IGNORE
-    assert float(loss) == pytest.approx(-logp[keep, labels[keep]].mean(), rel=1e-12)
+    keep = targets != IGNORE
+    assert float(loss) == pytest.approx(-logp[keep, targets[keep]].mean(), rel=1e-12)
+    assert model.log_prob(src, tgt_in, targets) == pytest.approx(logp[keep, targets[keep]].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("kw", [{}, dict(ffn="gated-gelu", tie_embeddings=False)])
+def test_cached_decoding_equals_the_full_decoder(kw):
+    """Feeding the target one token at a time through the KV cache (self-attention keys
+    appended, cross-attention keys computed once, the causal bias at the cache's offset)
+    gives the logits of one pass over the whole target."""
+    model = tiny_model(**kw)
+    src, tgt_in, _ = tiny_batch()
+    enc = model.encode(src)
+    full = model.decode(tgt_in, enc)
+    cache = model.new_cache()
+    steps = [model.decode(tgt_in[:, t:t + 1], enc, cache=cache) for t in range(tgt_in.shape[1])]
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), full, rtol=0, atol=1e-12)
+    assert cache.length == tgt_in.shape[1]
+
+
+def test_greedy_and_beam_search_with_the_cache_equal_without():
+    from minipt.inference.seq2seq_decoding import beam_search, greedy
+    model = tiny_model(max_target_len=7)
+    src, _, _ = tiny_batch()
+    kw = dict(start_id=0, eos_id=1)
+    assert greedy(model, src, **kw, cache=True) == greedy(model, src, **kw, cache=False)
+    assert beam_search(model, src[1, :4], **kw, beam_size=3, cache=True) == \
+        beam_search(model, src[1, :4], **kw, beam_size=3, cache=False)
 
 
 def test_teacher_forcing_reads_the_targets_shifted_right_from_pad():
@@ -150,12 +174,12 @@ def test_one_bias_table_serves_every_layer():
     """Zeroing the encoder bias table changes every layer's scores: the output with the
     table equals the output with the same (H, S, S) bias handed to each block by hand."""
     model = tiny_model()
-    ids, labels = tiny_batch()
-    _, logits = model(ids, labels)
+    batch = tiny_batch()
+    _, logits = model(*batch)
     assert model.encoder_bias._cache is not None and len(model.encoder.blocks) == 2
     table = model.encoder_bias.params["weight"].copy()
     model.encoder_bias.params["weight"][...] = 0.0
-    _, without = model(ids, labels)
+    _, without = model(*batch)
     model.encoder_bias.params["weight"][...] = table
     assert np.abs(logits - without).max() > 1e-3
     n_params = dict(model.named_parameters())
@@ -171,25 +195,28 @@ def test_no_dense_layer_has_a_bias_and_norms_are_scale_only():
 
 def test_bad_input_is_refused_by_name():
     model = tiny_model()
-    ids, labels = tiny_batch()
-    with pytest.raises(ValueError, match="labels: expected shape"):
-        model(ids, labels, decoder_input_ids=labels[:, :3])
-    with pytest.raises(ValueError, match="input_ids: length 9 exceeds the maximum"):
-        model(np.ones((2, 9), int), labels)
-    with pytest.raises(ValueError, match="decoder_input_ids: length 9 exceeds"):
-        model(ids, np.ones((2, 9), int))
-    with pytest.raises(ValueError, match="attention_mask: expected shape"):
-        model(ids, labels, np.ones((2, 5)))
-    with pytest.raises(ValueError, match="row 1 reads no token"):
-        model(ids, labels, np.array([[1] * 6, [0] * 6]))
-    with pytest.raises(ValueError, match="labels or decoder_input_ids"):
-        model(ids)
+    src, tgt_in, targets = tiny_batch()
+    with pytest.raises(ValueError, match="targets: expected shape"):
+        model(src, tgt_in, targets[:, :3])
+    with pytest.raises(ValueError, match="source length 9 exceeds max_source_len 8"):
+        model(np.ones((2, 9), int), tgt_in, targets)
+    with pytest.raises(ValueError, match="target length 9 exceeds max_target_len 8"):
+        model(src, np.ones((2, 9), int))
+    with pytest.raises(ValueError, match=r"source rows \[1\] are empty"):
+        model(np.array([[1, 2], [0, 0]]), tgt_in)
+    with pytest.raises(ValueError, match="targets are all IGNORE"):
+        model(src, tgt_in, np.full_like(targets, IGNORE))
+    with pytest.raises(ValueError, match="target_in is empty"):
+        model(src, np.zeros((2, 0), int))
     with pytest.raises(ValueError, match="ffn must be one of"):
         T5Config(ffn="swiglu")
     with pytest.raises(ValueError, match="not divisible"):
         T5Config(d_model=10, n_head=4)
     with pytest.raises(IndexError, match="99"):
-        model(ids, np.full((2, 6), 99))
+        model(src, np.full((2, 6), 99))
+    model.decode(tgt_in[:, :1], model.encode(src), cache=model.new_cache())
+    with pytest.raises(RuntimeError, match="inference only"):
+        model.decoder.backward(np.zeros((2, 1, 8)))
 
 
 def test_registered_and_rebuilt_from_its_spec():
