@@ -38,7 +38,7 @@ from minipt import lesson_budget as budget
 from minipt.data import text_to_text as t2t
 from minipt.models import registry
 from minipt.models.registry import Preset
-from minipt.models.seq2seq.t5 import tiny_batch, tiny_model
+from minipt.models.seq2seq.t5 import tiny_model
 from minipt.nn.norms import LayerNorm, RMSNorm
 from minipt.objectives.t5_span import span_corruption
 from minipt.ops.positions import relative_position_bucket
