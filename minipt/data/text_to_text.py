@@ -110,6 +110,14 @@ def task_of(prompt: str) -> str | None:
     return None
 
 
+def plain_text(prompt: str) -> str:
+    """A prompt without its task prefix and field names (the text a pre-training objective
+    corrupts): "similarity sentence1: a . sentence2: b ." -> "a . b ."."""
+    task = task_of(prompt)
+    body = prompt[len(PREFIXES[task]):] if task else prompt
+    return " ".join(w for w in body.split() if w != "sentence2:")
+
+
 def mixture_rates(sizes: dict[str, int], limit: int | None = None, temperature: float = 1.0,
                   equal: bool = False) -> dict[str, float]:
     """T5's mixing rates: examples-proportional with limit K (None: no limit), then

@@ -58,7 +58,7 @@ PRESETS = {
                   data=dict(sizes=(2000, 100, 200), limit=None, pretrain_steps=0),
                   expected="held-out greedy answers: translate exact match 1.000, summarize 0.995, sentiment "
                            "accuracy 0.995, similarity exact match 0.600 (its majority answer: 0.420); 181 s on 2 "
-                           "cores shared with other jobs (load 8-10)"),
+                           "cores shared with other jobs at load 8-10 (236 s at load 21)"),
 }
 
 
@@ -78,8 +78,7 @@ class _Batches:
     def __init__(self, tok, data, p: Preset, hooks: Seq2SeqHooks, step: int):
         self.tok, self.p, self.hooks, self.step = tok, p, hooks, step
         self.mix = {s: t2t.Mixture({t: d[s] for t, d in data.items()}, p.data.get("limit")) for s in ("train", "val")}
-        self.texts = {s: [e["input"].split(":", 1)[1].strip() for t in data.values() for e in t[s]]
-                      for s in ("train", "val")}
+        self.texts = {s: [t2t.plain_text(e["input"]) for t in data.values() for e in t[s]] for s in ("train", "val")}
         self.start = tok.token_to_id(hooks.start_token)
 
     def __call__(self, split: str, rng: np.random.Generator):

@@ -55,6 +55,12 @@ def test_graded_similarity_scores_agree_with_the_cores():
     assert len({e["score"] for e in d.train}) >= 3
 
 
+def test_plain_text_drops_the_prefix_and_field_names():
+    assert t2t.plain_text("similarity sentence1: a cat . sentence2: the cat .") == "a cat . the cat ."
+    assert t2t.plain_text("translate toy: the cat sleeps .") == "the cat sleeps ."
+    assert t2t.plain_text("paraphrase: x y") == "paraphrase: x y"
+
+
 def test_mixture_rates_follow_t5():
     sizes = {"a": 100, "b": 10, "c": 1000}
     r = t2t.mixture_rates(sizes)
