@@ -53,6 +53,7 @@ from . import (
     llama_layout,
     openai_gpt_layout,
     roberta_layout,
+    t5_layout,
     xlnet_layout,
 )
 from .hf_config import read_config, write_config
@@ -63,7 +64,7 @@ LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layou
 # Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
 # its model (``build(config, rng, dtype)``); a config of that class exports through it.
 MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bert_layout, roberta_layout, albert_layout,
-                                              electra_layout, bart_layout)}
+                                              electra_layout, bart_layout, t5_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
