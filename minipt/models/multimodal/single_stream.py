@@ -183,4 +183,4 @@ register(ModelEntry(
     build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe=vl_recipe,
     presets={"toy": Preset(model=dict(n_layer=4),
                            train=dict(steps=1500, lr=1e-3, min_lr=1e-4, warmup=150, weight_decay=0.01, eval_every=0),
-                           batch_size=32, data=dict(pairs=8000), expected="")}))
+                           batch_size=32, data=dict(pairs=8000), expected="image-text matching 0.905 (chance 0.5), masked-region category 0.363 (6 categories), masked word 0.636; 114 s (busy machine)")}))
