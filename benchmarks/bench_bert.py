@@ -38,6 +38,11 @@ SIZES = {  # V, L, H, d, T, B
 MASK_PROB = 0.15
 
 
+def tokens_per_step(config: dict) -> int:
+    """Tokens a training step reads, from a row's ``config``."""
+    return config["B"] * config["T"]
+
+
 def batches(V, T, B, n=4, seed=1):
     """(ids (B, T), segments (B, T), labels (B, T) with -100 off the ~15 % chosen positions)."""
     rng = np.random.default_rng(seed)

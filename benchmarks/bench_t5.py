@@ -42,6 +42,11 @@ SIZES = {  # V, L, H, d, S, B
 BUCKETS, MAX_DISTANCE = 32, 128
 
 
+def tokens_per_step(config: dict) -> int:
+    """Source + target tokens a training step reads, from a row's ``config``."""
+    return config["B"] * (config["S"] + config["S"] // 4)
+
+
 def batches(V, S, B, n=4, seed=1):
     """(source (B, S), target_in (B, T), targets (B, T)), T = S // 4, ids from 1 (0 is pad/start)."""
     rng = np.random.default_rng(seed)
