@@ -47,6 +47,7 @@ from minipt.recipes.encoder import PRESETS, default_evaluate
 from minipt.train import TrainConfig, train
 
 # %% [markdown]
+# %% [markdown]
 # ## 1. Data: stories, WordPiece, sentence pairs
 # BERT pre-trains on *documents*: NSP needs to know which sentence comes next. The toy
 # language draws its sentences independently, so `data/encoder_corpus.py` strings them
@@ -146,49 +147,73 @@ for case in registry.get("bert").all_gradchecks():
 # %% [markdown]
 # ## 4. Pre-training: MLM + NSP
 # The training loop is the one every minipt model uses (AdamW, warm-up and cosine decay,
-# gradient clipping), in float32. `minipt train bert` runs the same preset and writes the
-# same report.
+# gradient clipping), in float32. `minipt train bert` runs the same model and data for
+# 600 steps (its preset, a minute or so); the lesson trains five times longer, because
+# NSP needs it, and measures both tasks on the held-out stories every fifth of the way.
 
 # %%
-steps = budget.pick(full=preset.train["steps"], quick=60)
-settings = dict(preset.train, steps=steps, warmup=steps // 10, eval_every=max(steps // 6, 1), progress=False)
-result = train(model, corpus.get_batch, TrainConfig(**settings))
+steps = budget.pick(full=3000, quick=60)
+every = max(steps // 5, 1)
+curve = []
+
+
+def measure(step, record):
+    if step % every == 0:
+        _, f = default_evaluate(model, corpus, np.random.default_rng(1))
+        curve.append((step, f["mlm_accuracy"], f["sentence_accuracy"]))
+
+
+settings = dict(preset.train, steps=steps, warmup=steps // 10, eval_every=every, progress=False)
+result = train(model, corpus.get_batch, TrainConfig(**settings), callback=measure)
 lines, found = default_evaluate(model, corpus, np.random.default_rng(1))
 print(f"{steps} steps in {result.seconds:.0f} s; validation loss {result.val_loss:.3f}")
 for line in lines:
     print(line)
+for step, mlm_acc, nsp_acc in curve:
+    print(f"step {step:5d}: masked-token accuracy {mlm_acc:.3f}, NSP accuracy {nsp_acc:.3f}")
 
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.2))
 hist = [h for h in result.history if "loss" in h]
 ev = [h for h in result.history if h.get("val_loss") is not None]
-plt.figure(figsize=(6, 3.2))
-plt.plot([h["step"] for h in hist], [h["loss"] for h in hist], lw=0.8, label="train (MLM + NSP)")
-plt.plot([h["step"] for h in ev], [h["val_loss"] for h in ev], "o-", label="validation")
-plt.axhline(np.log(2), color="gray", ls=":", label="NSP at chance (log 2)")
-plt.xlabel("step")
-plt.ylabel("loss (nats)")
-plt.legend()
+ax1.plot([h["step"] for h in hist], [h["loss"] for h in hist], lw=0.6, label="train (MLM + NSP)")
+ax1.plot([h["step"] for h in ev], [h["val_loss"] for h in ev], "o-", label="validation")
+ax1.set_xlabel("step")
+ax1.set_ylabel("loss (nats)")
+ax1.legend()
+ax2.plot([c[0] for c in curve], [c[1] for c in curve], "o-", label="masked-token accuracy")
+ax2.plot([c[0] for c in curve], [c[2] for c in curve], "s-", label="NSP accuracy")
+ax2.axhline(found["mlm_baseline"], color="C0", ls=":", label="most frequent token")
+ax2.axhline(0.5, color="C1", ls=":", label="chance (NSP)")
+ax2.set_xlabel("step")
+ax2.set_ylim(0, 1)
+ax2.legend(fontsize=8)
+plt.tight_layout()
 plt.show()
 assert found["mlm_accuracy"] > found["mlm_baseline"]        # it learns to fill in, at either budget
 
 # %% [markdown]
-# At the full budget (600 steps) the masked-token accuracy on
-# held-out stories is 0.390, against 0.111 for always guessing the most frequent token
-# (`.`), and the validation loss is 2.385 nats. NSP is another story: 0.497 on 600
-# held-out pairs, chance level (the majority label is 0.502). Its cues are all
-# *relations* between A and B (same domain? same protagonist? the next place?): no
-# feature of A alone or of B alone says anything about the label, so the classifier
-# starts on a plateau that, at this scale, takes far longer than this budget to leave.
-# MLM, by contrast, has first-order signal everywhere. (ALBERT's critique of NSP, in lesson 16, starts from
-# what such a task can be solved *by*.)
+# At the full budget (3000 steps) the masked-token accuracy on held-out stories is 0.501,
+# against 0.111 for always guessing the most frequent token (`.`), the validation loss is
+# 1.690 nats, and NSP reaches 0.732 on 600 held-out pairs (the majority label is 0.502).
+# The two tasks learn differently. Every masked token has evidence in its own
+# neighbourhood, so MLM improves from the first steps. The NSP cues are all *relations*
+# between A and B (the same domain? the same protagonist? the next place?): nothing in A
+# alone or in B alone says anything about the label, and the classifier sits near chance
+# until the encoder has learnt to compare the segments; the preset's 600 steps stay there
+# (`minipt models` lists its figures). Comparing domains alone could be right on every
+# IsNext pair and on the half of the NotNext pairs whose B comes from the other domain,
+# three pairs in four: that is about where NSP is here. (ALBERT's critique of NSP, in
+# lesson 16, starts from what such a task can be solved *by*.)
 
 # %%
-budget.stated("masked-token accuracy", found["mlm_accuracy"], "0.390")
+budget.stated("masked-token accuracy", found["mlm_accuracy"], "0.501")
 budget.stated("most-frequent-token baseline", found["mlm_baseline"], "0.111")
-budget.stated("validation loss", result.val_loss, "2.385")
-budget.stated("NSP accuracy", found["sentence_accuracy"], "0.497")
+budget.stated("validation loss", result.val_loss, "1.690")
+budget.stated("NSP accuracy", found["sentence_accuracy"], "0.732")
 budget.stated("majority label", found["sentence_majority"], "0.502")
-assert found["baseline_token"] == "." or not budget.is_full()
-assert found["sentence_pairs"] == 600 or not budget.is_full()
+if budget.is_full():
+    assert found["baseline_token"] == "." and found["sentence_pairs"] == 600
+    assert curve[-1][2] > curve[0][2] and curve[0][1] > found["mlm_baseline"]
 
 # %% [markdown]
 # ## 5. What the model fills in for `[MASK]`
@@ -225,23 +250,23 @@ if budget.is_full():
 
 # %% [markdown]
 # At the full budget the model puts a determiner in the object slot, the commonest ones
-# first ("the" 0.48, "a" 0.34 after the king), but it has not yet learnt the agreement
-# that the grammar builds in: "his" gets 0.05 after the king and the queen alike, and
-# "her" is not among the queen's top three. After "near the" its three best are places,
-# nearly level (0.17, 0.16, 0.15). The
-# prince's gap shows the use of the right-hand context: its three best are "speaks",
-# "sleeps" and "rules", verbs that take no object, because "in the castle" follows the
-# gap directly; a left-to-right model at that position could not know it.
+# first ("the" 0.37, "a" 0.36 after the king), but it has not learnt the agreement that
+# the grammar builds in: "his" gets 0.13 after the king and 0.12 after the queen, whose
+# "her" gets 0.08. After "near the" its three best are places, level at 0.16. The
+# prince's gap shows the use of the right-hand context: its three best are verbs that take
+# no object ("rules", "speaks", "reigns"), because "in the castle" follows the gap
+# directly; a left-to-right model at that position could not know it.
 
 # %%
-budget.stated("p(the) after the king", probs[king]["the"], "0.48")
-budget.stated("p(a) after the king", probs[king]["a"], "0.34")
-budget.stated("p(his) after the king", probs[king]["his"], "0.05")
-budget.stated("p(his) after the queen", probs[queen]["his"], "0.05")
-budget.stated("first place", probs[place][fills[place][0]], "0.17")
-budget.stated("third place", probs[place][fills[place][2]], "0.15")
+budget.stated("p(the) after the king", probs[king]["the"], "0.37")
+budget.stated("p(a) after the king", probs[king]["a"], "0.36")
+budget.stated("p(his) after the king", probs[king]["his"], "0.13")
+budget.stated("p(his) after the queen", probs[queen]["his"], "0.12")
+budget.stated("p(her) after the queen", probs[queen]["her"], "0.08")
+for pl in fills[place]:
+    budget.stated(f"p({pl}) after 'near the'", probs[place][pl], "0.16")
 if budget.is_full():
-    assert "her" not in fills[queen] and fills[prince] == ["speaks", "sleeps", "rules"]
+    assert fills[prince] == ["rules", "speaks", "reigns"]
 
 # %% [markdown]
 # ## 6. Real weights: MiniLM
@@ -318,8 +343,9 @@ if minilm is not None:
 # - MLM: 15 % of the tokens chosen, 80/10/10 replaced; the loss counts the chosen
 #   positions only. The decoder is the token embedding (tied) with its own bias.
 # - NSP: a tanh pooler on `[CLS]` and a 2-way classifier. On the toy stories its cues are
-#   relations between the segments, and it stays at chance within this budget.
-# - `minipt train bert` runs section 4 from the command line and writes the same report.
+#   relations between the segments: it is learnt later than MLM, and only in part.
+# - `minipt train bert` runs section 4 (for 600 steps) from the command line and writes the
+#   same report.
 # - Real weights: all-MiniLM-L6-v2 (a 6-layer BERT) loads into the same `BertEncoder` from
 #   its safetensors, and its mean-pooled, normalised states rank sentences by meaning, with
 #   no torch (`minipt embed` on the command line).
