@@ -20,9 +20,9 @@ majority answer on similarity; pre-training did **not** help at this scale (tran
 0.895 vs 0.955, summarize 0.080 vs 0.315). Two caveats, not separated here: the
 pre-trained run fine-tunes on the later, lower-learning-rate part of one cosine schedule,
 and the toy language is what the mixture itself teaches. Summaries are T5's weak task
-here (the Transformer of ``minipt train transformer`` gets 0.995): T5 has no absolute
-positions and its cross-attention no position bias, so copying a long source with
-deletions must align by content, and the toy sentences repeat their words ("the cat
+here (the Transformer of ``minipt train transformer`` gets 0.995). A likely reason, not
+tested by an ablation here: T5 has no absolute positions and its cross-attention no
+position bias, so copying a long source with deletions must align by content, and the toy sentences repeat their words ("the cat
 sleeps . the queen reigns ."): the model writes the right short sentences, not always in
 the source's order, or with subjects swapped.
 
