@@ -167,9 +167,9 @@ assert inv[int(tgt[-1])] == f"<extra_id_{n_spans}>"
 # At this lesson's budget (250 span-corruption steps, then 1250 steps on the mixture, a
 # 2 + 2-layer T5 with d 64) the held-out scores are: translate 0.88, summarize 0.07,
 # sentiment 1.00, similarity 0.54 — against majority answers of 0.00, 0.00, 0.59 and
-# 0.37. Summaries are the weak task. T5 has no absolute positions, and its
-# cross-attention no position bias at all, so to copy a long source while dropping words
-# the decoder must find its place by content alone; the toy sentences repeat their words
+# 0.37. Summaries are the weak task. A likely reason (not tested here by an ablation):
+# T5 has no absolute positions, and its cross-attention no position bias at all, so to
+# copy a long source while dropping words the decoder must find its place by content alone; the toy sentences repeat their words
 # ("the cat sleeps . a queen reigns . the boy runs ."), and the model writes the right
 # short sentences, but not always in the source's order (the example below).
 
