@@ -24,7 +24,7 @@ TINY = Preset(model=dict(n_layer=1, n_head=2, d_model=16, d_ff=32, num_buckets=8
 
 def _tok(n_sentinels=20):
     data = t2t.text_to_text((40, 8, 10), seed=0)
-    texts = [e["input"].split(":", 1)[1].strip() for t in data.values() for e in t["train"]]
+    texts = [t2t.plain_text(e["input"]) for t in data.values() for e in t["train"]]
     return t2t.build_tokenizer(data, t5_sentinels(n_sentinels)), texts
 
 
