@@ -274,3 +274,13 @@ def test_each_head_alone_against_a_random_upstream_gradient():
         return np.stack([start, end]) - np.where(context, 0.0, -1e9), back
     res = gradcheck(run, arrays, {"h": "input"})
     assert res.passed, res
+
+
+def test_the_invariant_list_cannot_hide_a_gradient_that_is_not_zero():
+    import dataclasses
+    entry = registry.get("bert-qa")
+    names = lambda e: {a.name for a in e.all_gradchecks()[0].run().arrays}
+    lying = dataclasses.replace(entry, invariant=("head.qa_outputs.weight", *entry.invariant))
+    got = names(lying)
+    assert "head.qa_outputs.weight" in got                       # a real gradient stays checked
+    assert not got & set(entry.invariant)                        # the true zeros are set aside
