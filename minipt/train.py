@@ -307,8 +307,11 @@ def loss_figure(history: list[dict], oracle_loss: float | None = None):
     panel draws it as a line and the second shows loss minus oracle on a log axis, where
     the last hundredths of a nat stay visible; without it the second panel zooms on the
     second half of training."""
+    import sys
+
     import matplotlib
-    matplotlib.use("Agg", force=False)
+    if "matplotlib.pyplot" not in sys.modules:       # a script or the CLI: no screen needed;
+        matplotlib.use("Agg", force=False)           # a notebook keeps its inline backend
     import matplotlib.pyplot as plt
 
     steps = np.array([h["step"] for h in history])

@@ -250,6 +250,20 @@ def test_loss_plot_draws_the_oracle_and_a_log_gap_axis():
     assert low < 0.06 and top / low > 10                      # the last 0.05 nats span a decade or more
 
 
+def test_the_loss_plot_keeps_a_notebooks_backend():
+    """A lesson that trains (and so draws loss.png) must keep showing its own figures: the
+    loss plot picks Agg only when pyplot has not been set up yet (a script, the CLI)."""
+    import subprocess
+    import sys
+    code = ("import matplotlib\n{pre}from minipt.train import loss_figure\n"
+            "loss_figure([{{'step': 1, 'loss': 1.0, 'grad_norm': 1.0}}, {{'step': 2, 'loss': 0.5, 'grad_norm': 1.0}}])\n"
+            "print(matplotlib.get_backend().lower())")
+    run = lambda pre: subprocess.run([sys.executable, "-c", code.format(pre=pre)], capture_output=True, text=True,
+                                     check=True, env={**os.environ, "MPLBACKEND": ""}).stdout.split()[-1]
+    assert run("matplotlib.use('svg')\nimport matplotlib.pyplot\n") == "svg"
+    assert run("") == "agg"
+
+
 def test_a_second_ctrl_c_stops_at_once_and_names_the_last_checkpoint(tiny, monkeypatch, tmp_path, capsys):
     real = char_lm.train
 
