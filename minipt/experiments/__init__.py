@@ -19,6 +19,8 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                    "single- vs two-stream vision-language models, pre-trained vs not: retrieval and VQA"),
     "bert_variants": ("minipt.experiments.bert_variants",
                       "RoBERTa's static vs dynamic masking and NSP ablation, ALBERT's NSP vs SOP, ELECTRA vs BERT"),
+    "architectures": ("minipt.experiments.architectures",
+                      "encoder-decoder, shared encoder-decoder, decoder-only LM, prefix LM, encoder-only"),
     "objectives": ("minipt.experiments.objectives",
                    "T5's objectives at equal compute: prefix LM, BERT-style, deshuffling, i.i.d. vs span corruption"),
 }
