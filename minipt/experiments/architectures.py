@@ -13,8 +13,9 @@ fine-tuned on the text-to-text mixture and scored on held-out pairs (greedy answ
 | encoder-only | ``BertForPreTraining`` (no NSP), 4 layers | MLM 15 % | ``input [SEP]`` + 24 ``[MASK]`` slots filled in ONE pass, cut at the first ``</s>`` |
 
 Parameters: the encoder-decoder has P (2 encoder and 2 decoder blocks), the 4-layer
-single stacks a little less (no cross-attention), the shared one about P/2 (T5's
-"shared encoder-decoder": half the parameters, the same compute). Compute per example:
+single stacks a little less (no cross-attention), the shared one 0.59 P at the quick
+budget (T5's "shared encoder-decoder" has about half; here the embedding table and the
+cross-attention are not shared), with the same compute. Compute per example:
 the encoder-decoder and the shared one run each input token through 2 blocks and each
 target token through 2; the single stacks run every token through 4 (T5's "decoder-only
 with 2L layers", twice the FLOPs per token).
