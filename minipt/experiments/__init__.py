@@ -22,6 +22,10 @@ EXPERIMENTS = {   # name -> (module, what it compares)
     "bart_noises": ("minipt.experiments.bart_noises",
                     "BART's five noises (and none, infilling+permutation) and MASS's k = 1, m/2, m, "
                     "fine-tuned on toy summarisation at equal compute"),
+    "architectures": ("minipt.experiments.architectures",
+                      "encoder-decoder, shared encoder-decoder, decoder-only LM, prefix LM, encoder-only"),
+    "objectives": ("minipt.experiments.objectives",
+                   "T5's objectives at equal compute: prefix LM, BERT-style, deshuffling, i.i.d. vs span corruption"),
 }
 
 

@@ -47,7 +47,18 @@ def span_corruption(ids, rng: np.random.Generator, sentinel_ids, noise_density: 
     """ids (T,) -> (encoder input, decoder target), both 1-D. ``sentinel_ids[k]`` is the id
     of <extra_id_k>; there must be one more sentinel than spans."""
     ids = check_ids_array("ids", ids, 1)
-    mask = random_spans_noise_mask(len(ids), rng, noise_density, mean_span)
+    return sentinel_corruption(ids, random_spans_noise_mask(len(ids), rng, noise_density, mean_span), sentinel_ids)
+
+
+def sentinel_corruption(ids, mask, sentinel_ids) -> tuple[np.ndarray, np.ndarray]:
+    """ids (T,) and a boolean noise mask (T,) -> (input, target): each run of noise becomes
+    one sentinel in the input; the target lists each sentinel and the tokens it replaced,
+    then one more sentinel (shared by span corruption and T5's i.i.d. "replace corrupted
+    spans", ``t5_objectives.py``)."""
+    ids = check_ids_array("ids", ids, 1)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != ids.shape:
+        raise ValueError(f"noise mask shape {mask.shape} does not match ids {ids.shape}")
     starts = np.flatnonzero(mask & ~np.concatenate([[False], mask[:-1]]))       # first token of each span
     if len(starts) + 1 > len(sentinel_ids):
         raise ValueError(f"{len(starts)} spans need {len(starts) + 1} sentinel ids, got {len(sentinel_ids)}")
