@@ -29,7 +29,7 @@ def run(tmp_path_factory):
     return out, model, tok
 
 
-PROMPT = "translate toy: the old cat sleeps ."
+PROMPT = "translate toy: the quick fox likes a fish ."            # beam 3 differs from greedy here
 
 
 def test_generate_prints_the_decoded_answer(run, capsys):
@@ -42,6 +42,8 @@ def test_generate_prints_the_decoded_answer(run, capsys):
         assert got.out == t2t.answer_text(tok, want) + "\n" and got.err == ""
         if beam == 1:
             assert want == greedy(model, src[None], start_id=1, eos_id=2)[0]
+            first = got.out
+    assert got.out != first                                                 # --beam reached the search
     assert main(["generate", "--checkpoint", str(out), PROMPT]) == 0          # default: greedy
     assert capsys.readouterr().out == t2t.answer_text(tok, beam_search(model, src, start_id=1, eos_id=2, beam_size=1)) + "\n"
 

@@ -110,6 +110,14 @@ def task_of(prompt: str) -> str | None:
     return None
 
 
+def plain_text(prompt: str) -> str:
+    """A prompt without its task prefix and field names (the text a pre-training objective
+    corrupts): "similarity sentence1: a . sentence2: b ." -> "a . b ."."""
+    task = task_of(prompt)
+    body = prompt[len(PREFIXES[task]):] if task else prompt
+    return " ".join(w for w in body.split() if w != "sentence2:")
+
+
 def mixture_rates(sizes: dict[str, int], limit: int | None = None, temperature: float = 1.0,
                   equal: bool = False) -> dict[str, float]:
     """T5's mixing rates: examples-proportional with limit K (None: no limit), then
@@ -147,30 +155,42 @@ def build_tokenizer(data: dict[str, dict[str, list[dict]]], extra_specials: Sequ
     return tok
 
 
+def _padded(rows: list[list[int]], fill: int) -> np.ndarray:
+    out = np.full((len(rows), max(map(len, rows))), fill, dtype=np.int64)    # (B, longest)
+    for b, r in enumerate(rows):
+        out[b, :len(r)] = r
+    return out
+
+
+def encode_sources(tok: WordTokenizer, inputs: Sequence[str], max_source_len: int) -> np.ndarray:
+    """Prompts -> source (B, S) ids, padded with PAD on the right (what ``generate`` and the
+    held-out scoring feed the encoder). Empty or too long: ValueError."""
+    if not inputs:
+        raise ValueError("no inputs given")
+    rows = [tok.encode(x) for x in inputs]
+    for x, r in zip(inputs, rows):
+        if not r:
+            raise ValueError(f"an empty input: {x!r}")
+        if len(r) > max_source_len:
+            raise ValueError(f"input too long: {len(r)} tokens (max {max_source_len}): {x[:60]!r}")
+    return _padded(rows, tok.token_to_id(PAD))
+
+
 def encode_pairs(tok: WordTokenizer, pairs: Sequence[dict], max_source_len: int, max_target_len: int):
-    """-> source (B, S) padded with PAD; target_in (B, T) = <s> y_1 .. y_n, padded with PAD;
-    targets (B, T) = y_1 .. y_n </s>, IGNORE at padding. Too long or empty: ValueError."""
+    """-> source (B, S) as ``encode_sources``; target_in (B, T) = <s> y_1 .. y_n, padded with
+    PAD; targets (B, T) = y_1 .. y_n </s>, IGNORE at padding. Too long or empty: ValueError."""
     if not pairs:
         raise ValueError("encode_pairs: no pairs given")
-    pad, bos, eos = tok.token_to_id(PAD), tok.token_to_id(BOS), tok.token_to_id(EOS)
-    srcs, tgts = [], []
-    for e in pairs:
-        s, t = tok.encode(e["input"]), tok.encode(e["target"])
-        if not s or not t:
-            raise ValueError(f"an empty {'input' if not s else 'target'} in pair {e!r}")
-        if len(s) > max_source_len or len(t) + 1 > max_target_len:
-            raise ValueError(f"pair too long: source {len(s)} tokens (max {max_source_len}), target {len(t)} + "
-                             f"</s> (max {max_target_len}): {e['input'][:60]!r}")
-        srcs.append(s)
-        tgts.append(t)
-    S, T = max(map(len, srcs)), max(map(len, tgts)) + 1
-    source = np.full((len(srcs), S), pad, dtype=np.int64)                 # (B, S)
-    target_in = np.full((len(srcs), T), pad, dtype=np.int64)              # (B, T)
-    targets = np.full((len(srcs), T), IGNORE, dtype=np.int64)             # (B, T)
-    for b, (s, t) in enumerate(zip(srcs, tgts)):
-        source[b, :len(s)] = s
-        target_in[b, :len(t) + 1] = [bos, *t]
-        targets[b, :len(t) + 1] = [*t, eos]
+    source = encode_sources(tok, [e["input"] for e in pairs], max_source_len)   # (B, S)
+    bos, eos = tok.token_to_id(BOS), tok.token_to_id(EOS)
+    tgts = [tok.encode(e["target"]) for e in pairs]
+    for e, t in zip(pairs, tgts):
+        if not t:
+            raise ValueError(f"an empty target in pair {e!r}")
+        if len(t) + 1 > max_target_len:
+            raise ValueError(f"target too long: {len(t)} tokens + </s> (max {max_target_len}): {e['target'][:60]!r}")
+    target_in = _padded([[bos, *t] for t in tgts], tok.token_to_id(PAD))       # (B, T)
+    targets = _padded([[*t, eos] for t in tgts], IGNORE)                       # (B, T)
     return source, target_in, targets
 
 

@@ -58,7 +58,7 @@ PRESETS = {
                   data=dict(sizes=(2000, 100, 200), limit=None, pretrain_steps=0),
                   expected="held-out greedy answers: translate exact match 1.000, summarize 0.995, sentiment "
                            "accuracy 0.995, similarity exact match 0.600 (its majority answer: 0.420); 181 s on 2 "
-                           "cores shared with other jobs (load 8-10)"),
+                           "cores shared with other jobs at load 8-10 (236 s at load 21)"),
 }
 
 
@@ -78,8 +78,7 @@ class _Batches:
     def __init__(self, tok, data, p: Preset, hooks: Seq2SeqHooks, step: int):
         self.tok, self.p, self.hooks, self.step = tok, p, hooks, step
         self.mix = {s: t2t.Mixture({t: d[s] for t, d in data.items()}, p.data.get("limit")) for s in ("train", "val")}
-        self.texts = {s: [e["input"].split(":", 1)[1].strip() for t in data.values() for e in t[s]]
-                      for s in ("train", "val")}
+        self.texts = {s: [t2t.plain_text(e["input"]) for t in data.values() for e in t[s]] for s in ("train", "val")}
         self.start = tok.token_to_id(hooks.start_token)
 
     def __call__(self, split: str, rng: np.random.Generator):
@@ -95,18 +94,20 @@ class _Batches:
 
 
 def evaluate(model, tok, pairs: list[dict], start_token: str, max_source_len: int,
-             batch_size: int = 50) -> dict[str, float]:
-    """Greedy answers to held-out ``pairs`` -> {task: score}, as ``text_to_text.score``."""
+             batch_size: int = 50) -> tuple[dict[str, float], dict[str, list[str]]]:
+    """Greedy answers to held-out ``pairs`` -> ({task: score} as ``text_to_text.score``,
+    {task: the answers, in the order of ``pairs``})."""
     start, eos = tok.token_to_id(start_token), tok.token_to_id(EOS)
     by_task: dict[str, tuple[list, list]] = {}
     for i in range(0, len(pairs), batch_size):
         chunk = pairs[i:i + batch_size]
-        src, _, _ = t2t.encode_pairs(tok, chunk, max_source_len, model.max_target_len)
+        src = t2t.encode_sources(tok, [e["input"] for e in chunk], max_source_len)
         for e, out in zip(chunk, greedy(model, src, start_id=start, eos_id=eos)):
             preds, refs = by_task.setdefault(e["task"], ([], []))
             preds.append(t2t.answer_text(tok, out))
             refs.append(e["target"])
-    return {task: t2t.score(task, p, r) for task, (p, r) in by_task.items()}
+    return ({task: t2t.score(task, p, r) for task, (p, r) in by_task.items()},
+            {task: p for task, (p, _) in by_task.items()})
 
 
 def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
@@ -153,8 +154,10 @@ def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
             report["resume_command"] = f"minipt train {entry.name} --out {shlex.quote(str(out))} --resume"
         else:
             test = [e for t in data.values() for e in t["test"]]
-            scores = evaluate(model, tok, test, hooks.start_token, p.model["max_source_len"])
+            scores, answers = evaluate(model, tok, test, hooks.start_token, p.model["max_source_len"])
             report["test_scores"] = scores
+            report["test_examples"] = {t: {"input": d["test"][0]["input"], "target": d["test"][0]["target"],
+                                           "answer": answers[t][0]} for t, d in data.items()}
             n = {t: len(d["test"]) for t, d in data.items()}
             summary.append("held-out greedy answers: " + ", ".join(
                 f"{t} {t2t.METRICS[t]} {s:.3f} (of {n[t]})" for t, s in scores.items()))

@@ -55,6 +55,12 @@ def test_graded_similarity_scores_agree_with_the_cores():
     assert len({e["score"] for e in d.train}) >= 3
 
 
+def test_plain_text_drops_the_prefix_and_field_names():
+    assert t2t.plain_text("similarity sentence1: a cat . sentence2: the cat .") == "a cat . the cat ."
+    assert t2t.plain_text("translate toy: the cat sleeps .") == "the cat sleeps ."
+    assert t2t.plain_text("paraphrase: x y") == "paraphrase: x y"
+
+
 def test_mixture_rates_follow_t5():
     sizes = {"a": 100, "b": 10, "c": 1000}
     r = t2t.mixture_rates(sizes)
@@ -100,10 +106,12 @@ def test_tokenizer_and_batches_teacher_forcing(data):
 def test_batches_refuse_long_and_empty_pairs(data):
     tok = t2t.build_tokenizer(data)
     e = data["summarize"]["train"][0]
-    with pytest.raises(ValueError, match="pair too long: source"):
+    with pytest.raises(ValueError, match="input too long: .* tokens \\(max 5\\)"):
         t2t.encode_pairs(tok, [e], 5, 40)
-    with pytest.raises(ValueError, match="max 3"):
+    with pytest.raises(ValueError, match="target too long: .*max 3"):
         t2t.encode_pairs(tok, [e], 60, 3)
+    with pytest.raises(ValueError, match="an empty input"):
+        t2t.encode_sources(tok, [""], 40)
     with pytest.raises(ValueError, match="empty target"):
         t2t.encode_pairs(tok, [{"input": "sentiment: the cat .", "target": ""}], 40, 24)
     with pytest.raises(ValueError, match="no pairs"):

@@ -7,6 +7,7 @@ import os
 import shlex
 import signal
 
+import numpy as np
 import pytest
 
 from minipt.cli import main
@@ -54,8 +55,10 @@ def test_the_held_out_scores_are_the_greedy_answers_scored(tmp_path, tiny_preset
     from minipt.inference.seq2seq_decoding import greedy
     for task, d in data.items():
         src, _, _ = t2t.encode_pairs(tok, d["test"], 40, 24)
-        preds = [tok.decode(o) for o in greedy(model, src, start_id=start, eos_id=end)]
+        preds = [t2t.answer_text(tok, o) for o in greedy(model, src, start_id=start, eos_id=end)]
         assert report["test_scores"][task] == t2t.score(task, preds, [e["target"] for e in d["test"]])
+        assert report["test_examples"][task] == {"input": d["test"][0]["input"], "target": d["test"][0]["target"],
+                                                 "answer": preds[0]}
 
 
 @pytest.mark.slow
@@ -121,3 +124,26 @@ def test_corpus_and_unknown_presets_are_refused(tmp_path, capsys):
     assert main(["train", "transformer", "--preset", "huge", "--out", str(tmp_path / "e")]) == 2
     assert "unknown preset 'huge'" in capsys.readouterr().err
     assert not (tmp_path / "e").exists()
+
+
+def test_evaluate_scores_the_greedy_answers_per_task():
+    """On a model whose answers depend on the input: answers equal greedy decoding by hand,
+    and the score counts exactly the pairs whose reference is that answer."""
+    from minipt.inference.seq2seq_decoding import greedy
+    from minipt.models.decoder.gpt import perturbed
+    data = t2t.text_to_text((30, 4, 6))
+    tok = t2t.build_tokenizer(data)
+    model = perturbed(registry.get("transformer").build(
+        rng=np.random.default_rng(0), vocab_size=tok.vocab_size, n_encoder_layers=1, n_decoder_layers=1, n_head=2,
+        d_model=16, max_source_len=40, max_target_len=12), scale=1.0)
+    pairs = [e for d in data.values() for e in d["test"]]
+    src = t2t.encode_sources(tok, [e["input"] for e in pairs], 40)
+    by_hand = [t2t.answer_text(tok, o) for o in greedy(model, src, start_id=1, eos_id=2)]
+    assert len(set(by_hand)) > 3
+    pairs = [{**e, "target": a if i % 3 == 0 else e["target"]} for i, (e, a) in enumerate(zip(pairs, by_hand))]
+    scores, answers = seq2seq.evaluate(model, tok, pairs, "<s>", 40, batch_size=7)
+    for task in t2t.TASKS:
+        idx = [i for i, e in enumerate(pairs) if e["task"] == task]
+        assert answers[task] == [by_hand[i] for i in idx]
+        want = np.mean([pairs[i]["target"].split() == by_hand[i].split() or i % 3 == 0 for i in idx])
+        assert scores[task] == pytest.approx(want)

@@ -53,7 +53,7 @@ from ...ops.embedding import embedding_backward, embedding_forward
 from ...ops.linear import linear_backward, linear_forward
 from ...recipes.seq2seq import PRESETS, train_seq2seq
 from ..protocol import IGNORE
-from ..registry import ModelEntry, register
+from ..registry import GradcheckCase, ModelEntry, register
 
 
 @dataclass
@@ -116,7 +116,7 @@ class Transformer(Module):
         self.encoder = TransformerStack(c.n_encoder_layers, final_norm=c.prenorm, **block)
         self.decoder = TransformerStack(c.n_decoder_layers, final_norm=c.prenorm, cross_attention=True, **block)
         self.scale = float(np.sqrt(c.d_model))
-        self._cache, self._emb = None, {}
+        self._cache, self._lin, self._emb = None, None, {}
 
     # -- the model protocol ---------------------------------------------------------
     @property
@@ -243,8 +243,17 @@ def tiny(**overrides):
     return perturbed(model), tiny_batch()
 
 
+def _check_separate():
+    """Whole model with separate source (V_src 11) and target (V 9) tables, pre-LN."""
+    from ...core.gradcheck import check_module
+    model, (src, tin, tgt) = tiny(share_embeddings=False, src_vocab_size=11, prenorm=True)
+    return check_module(model, src + (src > 0), tin, tgt, select=lambda out: out[0], max_checks=6)
+
+
 register(ModelEntry(
     name="transformer", title="Transformer (encoder-decoder)",
     paper="Vaswani et al. 2017, Attention Is All You Need",
     objective="teacher-forced cross-entropy on the target", build=build, tiny=tiny,
-    lesson="18_encoder_decoder", presets=PRESETS, recipe=train_seq2seq, language_model=False))
+    lesson="18_encoder_decoder", presets=PRESETS, recipe=train_seq2seq, language_model=False,
+    gradchecks=(GradcheckCase("Transformer, two tables", "separate source/target embeddings, pre-LN",
+                              _check_separate),)))
