@@ -77,8 +77,28 @@ def lstm_rows(full: bool) -> list[dict]:
     return bench_lstm.run(quick=not full)
 
 
+def training_rows(module: str, full: bool) -> list[dict]:
+    """Rows of a whole-model training benchmark whose ``run`` gives per-size tokens/s and
+    ratios (bench_bert, bench_t5)."""
+    bench = __import__(module)
+    out = bench.run(("S", "M", "L") if full else ("S", "M"), rounds=7 if full else 3, calls=3 if full else 2)
+    rows = []
+    for q in out["rows"]:
+        c = " ".join(f"{k}{v}" for k, v in q["config"].items())
+        tokens = bench.tokens_per_step(q["config"])
+        r = {"bench": module.removeprefix("bench_"), "case": f"{q['size']} train step {c}", "a": "minipt",
+             "b": "torch" if "torch_tok_s" in q else None, "a_ms": 1e3 * tokens / q["minipt_tok_s"],
+             "minipt_tok_s": q["minipt_tok_s"]}
+        if "torch_tok_s" in q:
+            r.update(b_ms=1e3 * tokens / q["torch_tok_s"], torch_tok_s=q["torch_tok_s"], ratio=q["ratio"], ratio_min=q["ratio_min"], ratio_max=q["ratio_max"],
+                     rounds=q["rounds"])
+        rows.append(r)
+    return rows
+
+
 BENCHES = {"gpt": gpt_rows, "block": block_rows, "attention": attention_rows, "kernels": kernels_rows,
-           "tokenizers": tokenizers_rows, "ngram": ngram_rows, "word2vec": word2vec_rows, "lstm": lstm_rows}
+           "tokenizers": tokenizers_rows, "ngram": ngram_rows, "word2vec": word2vec_rows, "lstm": lstm_rows,
+           "bert": lambda full: training_rows("bench_bert", full), "t5": lambda full: training_rows("bench_t5", full)}
 
 
 def main() -> None:

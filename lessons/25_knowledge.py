@@ -90,7 +90,7 @@ ranks = transe.rank_tails(functional)
 print(f"mean rank of the true tail among {kb.n_entities} entities: {rank_before:.1f} before, "
       f"{ranks.mean():.2f} after; hits@1 {np.mean(ranks == 1):.2f}")
 assert ranks.mean() < rank_before / 4
-budget.stated("TransE hits@1", np.mean(ranks == 1), "0.93")
+budget.stated("TransE hits@1", np.mean(ranks == 1), "0.96")
 
 # %% [markdown]
 # The trained vectors put each person next to its city minus the `lives_in` translation,
@@ -173,16 +173,22 @@ ax.set(ylabel="test accuracy", title="country of a person never seen in fine-tun
 ax.legend()
 plt.show()
 assert set(rows) == {"bert", "bert + entity masking", "ernie"}
-budget.stated("BERT accuracy", rows["bert"]["test accuracy"], "0.30", band=0.005)
-budget.stated("entity-masking accuracy", rows["bert + entity masking"]["test accuracy"], "0.35", band=0.005)
-budget.stated("ERNIE accuracy", rows["ernie"]["test accuracy"], "0.55", band=0.005)
+budget.stated("chance", result["chance"], "0.33", band=0.005)
+budget.stated("BERT accuracy", rows["bert"]["test accuracy"], "0.24", band=0.005)
+budget.stated("entity-masking accuracy", rows["bert + entity masking"]["test accuracy"], "0.33", band=0.005)
+budget.stated("ERNIE accuracy", rows["ernie"]["test accuracy"], "0.33", band=0.005)
+if budget.pick(full=True, quick=False):           # the tiny quick run is too short to fit
+    assert min(r["train accuracy"] for r in rows.values()) > 0.9
 
 # %% [markdown]
-# At the full budget (three seeds), fusion helps most: ERNIE answers 0.55 of the
-# held-out persons' countries, entity masking 0.35 and plain BERT 0.30, against a
-# chance of 0.33. Masking whole entities makes BERT guess names from context, but the
-# two-hop fact is still nowhere in one sentence, and the fine-tuning can only map what
-# pre-training stored for each name; TransE's vectors carry the chain itself
-# (person ≈ city − lives_in ≈ country − located_in − lives_in), and the aggregator
-# hands them to the tokens. The toy graph is small and the test has few persons, so the
-# numbers move by several points between seeds; the order is what this toy shows.
+# At the full budget (three seeds) none of the three answers the held-out persons
+# better than chance (0.33): ERNIE 0.33, entity masking 0.33, plain BERT 0.24. All three
+# fit their training persons (train accuracy above 0.9), so each learns the country of
+# each *name* it is fine-tuned on rather than a rule that carries over to new names.
+# ERNIE could have read the answer off TransE's vectors, which do carry the chain
+# (person ≈ city − lives_in ≈ country − located_in − lives_in; hits@1 0.96 above), but
+# a name's own token embedding is the easier route for the classifier, and nothing in
+# fine-tuning pushes it onto the entity path. Seed 001 says fused knowledge helps; this
+# toy does not show it. What would be worth trying next: dropping the name tokens in
+# fine-tuning (so only the entity input identifies the person), or more persons per
+# country, so that memorising names stops paying.

@@ -134,15 +134,25 @@ plt.show()
 get = {(r["design"], r["pretrained"]): r for r in result["rows"]}
 counts = result["parameters"]
 assert abs(counts["single stream"] - counts["two streams"]) / counts["single stream"] < 0.1
-budget.stated("single, pre-trained, R@5", get[("single stream", True)]["R@5 text->image"], "0.00", band=0.005)
-budget.stated("two, pre-trained, R@5", get[("two streams", True)]["R@5 text->image"], "0.00", band=0.005)
-budget.stated("single, scratch, VQA", get[("single stream", False)]["VQA accuracy"], "0.00", band=0.005)
-budget.stated("single, pre-trained, VQA", get[("single stream", True)]["VQA accuracy"], "0.00", band=0.005)
-budget.stated("two, scratch, VQA", get[("two streams", False)]["VQA accuracy"], "0.00", band=0.005)
-budget.stated("two, pre-trained, VQA", get[("two streams", True)]["VQA accuracy"], "0.00", band=0.005)
+budget.stated("single, pre-trained, R@5", get[("single stream", True)]["R@5 text->image"], "0.30", band=0.005)
+budget.stated("two, pre-trained, R@5", get[("two streams", True)]["R@5 text->image"], "0.10", band=0.005)
+budget.stated("single, scratch, VQA", get[("single stream", False)]["VQA accuracy"], "0.69", band=0.005)
+budget.stated("single, pre-trained, VQA", get[("single stream", True)]["VQA accuracy"], "0.71", band=0.005)
+budget.stated("two, scratch, VQA", get[("two streams", False)]["VQA accuracy"], "0.34", band=0.005)
+budget.stated("two, pre-trained, VQA", get[("two streams", True)]["VQA accuracy"], "0.49", band=0.005)
+budget.stated("R@5 chance", result["chance"]["R@5"], "0.05", band=0.005)
 
 # %% [markdown]
-# RESULTS-PROSE
+# At the full budget the single stream is the stronger design on both tasks. Pre-trained,
+# it puts the right scene among its top five of 100 for 0.30 of the captions, the
+# two-stream model for 0.10 (chance 0.05). A caption names only one or two objects, so
+# several scenes fit it and recall of the one scene it was written for stays well below
+# one even for a perfect matcher. On the questions the single stream answers 0.69 from
+# scratch and 0.71 pre-trained, the two-stream model 0.34 and 0.49: pre-training helps
+# both, the two-stream model most. At equal parameters the two-stream model has one text
+# layer and one co-attention layer, so words and regions meet once; the single stream's
+# four joint layers mix them at every layer. The papers, at scale and with real images,
+# found the two designs close; this toy, with its small budget, favours the single stream.
 
 # %% [markdown]
 # ## 5. Which region does a word look at?
@@ -155,8 +165,16 @@ budget.stated("two, pre-trained, VQA", get[("two streams", True)]["VQA accuracy"
 # %%
 print({k: round(v, 3) for k, v in result["grounding"].items()},
       f"(chance: one region of 2-4, about {np.mean([1 / n for n in (2, 3, 4)]):.2f})")
-budget.stated("single-stream grounding", result["grounding"]["single stream"], "0.00", band=0.005)
-budget.stated("two-stream grounding", result["grounding"]["two streams"], "0.00", band=0.005)
+budget.stated("single-stream grounding", result["grounding"]["single stream"], "0.34", band=0.005)
+budget.stated("two-stream grounding", result["grounding"]["two streams"], "0.36", band=0.005)
+
+# %% [markdown]
+# Neither model grounds its words: the word's most-attended region is its own object for
+# 0.34 of the grounded words in the single stream and 0.36 in the two-stream model,
+# about what picking a region at random gives. Both learned to match and to answer
+# without an averaged attention map that points at the named object; the picture below
+# shows how spread the attention is. Grounding in attention is something the papers
+# observed at scale, not something these objectives force.
 
 # %% [markdown]
 # The picture: one held-out scene with its boxes, and for each word of its caption the

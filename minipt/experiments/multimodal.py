@@ -78,7 +78,7 @@ def _vqa_batches(scenes):
     return get
 
 
-def _fit(model, get_batch, steps, seed, progress, lr=2e-3):
+def _fit(model, get_batch, steps, seed, progress, lr=3e-3):
     config = TrainConfig(steps=steps, lr=lr, min_lr=lr / 10, warmup=steps // 10, weight_decay=0.01,
                          eval_every=0, seed=seed, progress=progress)
     train(model, get_batch, config)

@@ -4,7 +4,11 @@
 ``GPT2LMHeadModel`` / ``LlamaForCausalLM`` / ``OpenAIGPTLMHeadModel`` ``.from_pretrained`` loads;
 ``from_pretrained(folder)`` reads such a folder (as transformers writes it) into a
 minipt GPT. Tensors travel as safetensors through its NumPy API; nothing is unpickled.
-The name tables are ``gpt2_layout.py``, ``llama_layout.py`` and ``openai_gpt_layout.py``.
+The name tables are ``gpt2_layout.py``, ``llama_layout.py`` and ``openai_gpt_layout.py``;
+``xlnet_layout.py`` and the BERT family's ``bert_layout.py``, ``roberta_layout.py``,
+``albert_layout.py``, ``electra_layout.py`` do the same for those models.
+``sentence_embeddings.py`` reads a pretrained BERT (sentence-transformers' all-MiniLM-L6-v2)
+for sentence embeddings (``minipt embed``).
 """
 from .pretrained import (
     config_from_folder,

@@ -73,6 +73,12 @@ def build(config: BartConfig, rng, dtype) -> Bart:
     return Bart(config, rng=rng, dtype=dtype)
 
 
+def tied_copies(config: BartConfig) -> dict[str, str]:
+    """Tensors a file may store that only repeat ``model.shared``: name -> the one it copies."""
+    return {n: "model.shared.weight" for n in
+            ("lm_head.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")}
+
+
 def is_buffer(name: str) -> bool:
     return False                         # final_logits_bias, the one buffer, is mapped
 

@@ -15,7 +15,13 @@ import json
 from pathlib import Path
 
 from ..tokenizers.byte_bpe import ByteBPETokenizer
-from .pretrained import MINIPT_TOKENIZER, export_files, from_pretrained, layout_for, save_pretrained
+from .pretrained import (
+    MINIPT_TOKENIZER,
+    export_files,
+    from_pretrained,
+    layout_for,
+    save_pretrained,
+)
 
 
 def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tuple[Path, str]:

@@ -8,9 +8,13 @@ three layouts, chosen by ``model_type``:
 - ``llama`` <-> ``LlamaForCausalLM`` (``llama_layout.py``): LLaMA-style minipt models;
 - ``openai-gpt`` <-> ``OpenAIGPTLMHeadModel`` (``openai_gpt_layout.py``): GPT-1 (post-LN).
 - ``xlnet`` <-> ``XLNetLMHeadModel`` (``xlnet_layout.py``): minipt's XLNet (``models/unified/xlnet.py``),
-  one of ``MODEL_LAYOUTS``, the layouts of models other than ``GPT``, found by config class.
-- ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``),
-  another of ``MODEL_LAYOUTS``.
+  one of ``MODEL_LAYOUTS``, the layouts of models other than ``GPT``, found by config class
+  (and, where several share one, by ``export_problem``);
+- ``bert`` <-> ``BertForPreTraining`` (``bert_layout.py``): minipt's BERT (``models/encoder/bert.py``);
+  ``roberta`` <-> ``RobertaForMaskedLM`` (``roberta_layout.py``), ``albert`` <-> ``AlbertForPreTraining``
+  (``albert_layout.py``); ``electra`` <-> ``ElectraForPreTraining`` + ``ElectraForMaskedLM``
+  (``electra_layout.py``): minipt's ELECTRA as a pair folder (discriminator/, generator/).
+- ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``).
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
@@ -40,7 +44,18 @@ from pathlib import Path
 import numpy as np
 
 from ..models.decoder.gpt import GPT, GPTConfig
-from . import bart_layout, gpt2_layout, llama_layout, openai_gpt_layout, xlnet_layout
+from . import (
+    albert_layout,
+    bart_layout,
+    bert_layout,
+    electra_layout,
+    gpt2_layout,
+    llama_layout,
+    openai_gpt_layout,
+    roberta_layout,
+    t5_layout,
+    xlnet_layout,
+)
 from .hf_config import read_config, write_config
 from .layout import from_theirs, their_shapes, to_theirs
 from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
@@ -48,7 +63,8 @@ from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
 LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layout)}
 # Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
 # its model (``build(config, rng, dtype)``); a config of that class exports through it.
-MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bart_layout)}
+MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bert_layout, roberta_layout, albert_layout,
+                                              electra_layout, bart_layout, t5_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
@@ -62,9 +78,12 @@ def export_files() -> frozenset[str]:
 
 def layout_for(config: GPTConfig):
     """The layout module that can hold ``config``, or a ValueError saying why none can."""
-    for layout in MODEL_LAYOUTS.values():
-        if isinstance(config, layout.CONFIG):
-            return layout
+    family = {m: m.export_problem(config) for m in MODEL_LAYOUTS.values() if isinstance(config, m.CONFIG)}
+    if family:
+        for layout, problem in family.items():
+            if problem is None:
+                return layout
+        raise ValueError(f"cannot export this model to transformers: {'; '.join(family.values())}")
     if config.sparse_window:
         problems = {None: f"sparse_window={config.sparse_window} (GPT-3's banded sparse layers): "
                           f"{', '.join(m.ARCHITECTURE for m in LAYOUTS.values())} attend densely in every layer, "
@@ -112,16 +131,28 @@ def save_pretrained(model: GPT, folder, *, tokenizer=None, overwrite: bool = Fal
             raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is "
                              f"{model.config.vocab_size}")
         eos = bos = tokenizer.special_tokens.get("<|endoftext|>")
-    tensors = to_theirs(layout.entries(model.config), model.parameters())
-    config = layout.config_to_hf(model.config, dtype, bos, eos)
+    if hasattr(layout, "parts"):                      # one minipt model, several transformers folders (ELECTRA)
+        if tokenizer is not None:
+            raise ValueError(f"{layout.ARCHITECTURE}: tokenizer files are not written for a model saved as parts")
+        for sub, (tensors, config) in layout.parts(model, dtype).items():
+            write_folder(folder / sub, tensors, config)
+        return folder
+    write_folder(folder, to_theirs(layout.entries(model.config), model.parameters()),
+                 layout.config_to_hf(model.config, dtype, bos, eos), tokenizer,
+                 model.config.block_size if tokenizer is not None else None)
+    return folder
 
+
+def write_folder(folder: Path, tensors: dict, config: dict, tokenizer=None, block_size: int | None = None) -> None:
+    """``config.json`` + ``model.safetensors`` (+ tokenizer files) into ``folder``, written
+    beside it first and moved into place (see ``_move_into_place``)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         write_tensors(tmp / WEIGHTS, tensors)
         write_config(tmp, config)
         if tokenizer is not None:
-            _write_tokenizer(tokenizer, tmp, model.config.block_size)
+            _write_tokenizer(tokenizer, tmp, block_size)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)                 # mkdtemp makes 0700
@@ -129,7 +160,6 @@ def save_pretrained(model: GPT, folder, *, tokenizer=None, overwrite: bool = Fal
     except BaseException:                             # KeyboardInterrupt included
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return folder
 
 
 def _write_tokenizer(tokenizer, folder: Path, block_size: int) -> None:
@@ -188,37 +218,61 @@ def _pick_dtype(dtype, index: dict):
 
 def from_pretrained(folder, *, dtype=None) -> GPT:
     """A minipt ``GPT`` with the weights of a transformers ``GPT2LMHeadModel``,
-    ``LlamaForCausalLM`` or ``OpenAIGPTLMHeadModel`` folder. ``dtype`` float32 / float64 (default: float64 if the file
+    ``LlamaForCausalLM`` or ``OpenAIGPTLMHeadModel`` folder (or the model of a ``MODEL_LAYOUTS``
+    folder: XLNet, BERT). ``dtype`` float32 / float64 (default: float64 if the file
     is float64, else float32; float16 tensors are widened)."""
     folder = Path(folder)
+    if electra_layout.is_pair_folder(folder):        # ELECTRA: generator/ + discriminator/
+        return electra_layout.from_pair_folder(folder, dtype)
     config, layout = config_from_folder(folder)
-    index = tensor_index(folder)
-    if not any(name.startswith(layout.PREFIX) for name in index):     # a bare GPT2Model / LlamaModel file
-        index = {(n if n == "lm_head.weight" else layout.PREFIX + n): v for n, v in index.items()}
-    index = {n: v for n, v in index.items() if not layout.is_buffer(n)}
+    index = layout_index(folder, layout)
     model = layout.build(config, np.random.default_rng(0), _pick_dtype(dtype, index)) if hasattr(layout, "build") \
         else GPT(config, rng=np.random.default_rng(0), dtype=_pick_dtype(dtype, index))
     table = layout.entries(config)
-    want = their_shapes(table, {n: p.shape for n, p in model.named_parameters()})
-    spare_head = getattr(config, "tie_embeddings", True) and "lm_head.weight" in index   # BART: always tied     # some tied files still store it
-    have = {n: v for n, v in index.items() if not (spare_head and n == "lm_head.weight")}
+    copies = layout.tied_copies(config) if hasattr(layout, "tied_copies") else \
+        ({"lm_head.weight": table[0].theirs} if config.tie_embeddings else {})
+    stored = read_checked(folder, index, table, {n: p.shape for n, p in model.named_parameters()}, copies,
+                          layout.ARCHITECTURE)
+    model.load_state_dict(from_theirs(table, stored, model.dtype))
+    return model
 
+
+def layout_index(folder, layout) -> dict:
+    """The folder's tensor index under the names of ``layout`` (a bare file's names get its
+    prefix), buffers left out."""
+    index = tensor_index(folder)
+    if not any(name.startswith(layout.PREFIX) for name in index):     # a bare GPT2Model / LlamaModel file
+        index = {(n if n == "lm_head.weight" else layout.PREFIX + n): v for n, v in index.items()}
+    return {n: v for n, v in index.items() if not layout.is_buffer(n)}
+
+
+def read_checked(folder, index: dict, table, shapes: dict, copies: dict, architecture: str) -> dict:
+    """The tensors ``table`` names, read after checking names and shapes against the model's
+    parameter ``shapes``; ``copies`` (name -> the tensor it repeats, tied) may be stored too
+    and must then equal what they copy."""
+    want = their_shapes(table, shapes)
+    spare = {n: source for n, source in copies.items() if n in index}   # some tied files still store them
+    have = {n: v for n, v in index.items() if n not in spare}
+    check_tensors(folder, want, have, architecture)
+    stored = read_tensors(index, list(want) + list(spare))
+    for name, source in spare.items():
+        if not np.array_equal(stored[name], stored[source]):
+            hint = "; set tie_word_embeddings to false to load an untied head" if name == "lm_head.weight" else ""
+            raise ValueError(f"{folder}: tie_word_embeddings is true but {name} differs from {source}{hint}")
+    return stored
+
+
+def check_tensors(folder, want: dict, have: dict, architecture: str) -> None:
+    """The file's tensors ``have`` (name -> info with ``.shape``) must be exactly ``want``
+    (name -> shape): a missing, extra or mis-shaped tensor is a ValueError naming it."""
     missing = [n for n in want if n not in have]
     if missing:
         raise ValueError(f"{folder}: tensor {missing[0]} {want[missing[0]]} is missing from the safetensors file"
                          + (f" ({len(missing)} missing in all)" if len(missing) > 1 else ""))
     extra = sorted(n for n in have if n not in want)
     if extra:
-        raise ValueError(f"{folder}: tensor {extra[0]} {have[extra[0]].shape} is not part of a {layout.ARCHITECTURE} "
+        raise ValueError(f"{folder}: tensor {extra[0]} {have[extra[0]].shape} is not part of a {architecture} "
                          f"with this config.json" + (f" ({len(extra)} unexpected in all)" if len(extra) > 1 else ""))
     for name, shape in want.items():
         if have[name].shape != shape:
             raise ValueError(f"{folder}: tensor {name} has shape {have[name].shape}, but config.json implies {shape}")
-
-    names = list(want) + (["lm_head.weight"] if spare_head else [])
-    stored = read_tensors(index, names)
-    if spare_head and not np.array_equal(stored["lm_head.weight"], stored[table[0].theirs]):
-        raise ValueError(f"{folder}: tie_word_embeddings is true but lm_head.weight differs from "
-                         f"{table[0].theirs}; set tie_word_embeddings to false to load an untied head")
-    model.load_state_dict(from_theirs(table, stored, model.dtype))
-    return model

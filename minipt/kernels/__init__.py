@@ -32,6 +32,8 @@ KERNELS: dict[str, str] = {
     "layer_norm_backward": "layernorm:layer_norm_backward",
     "gelu_tanh_forward": "gelu:gelu_tanh_forward",
     "gelu_tanh_backward": "gelu:gelu_tanh_backward",
+    "gelu_forward": "gelu_erf:gelu_forward",
+    "gelu_backward": "gelu_erf:gelu_backward",
     "softmax_backward": "softmax:softmax_backward",
     "attention_softmax": "attention:attention_softmax",
     "attention_softmax_backward": "attention:attention_softmax_backward",

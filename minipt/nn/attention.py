@@ -11,7 +11,8 @@ encoder-decoder) projects queries with ``q_proj`` and the encoder memory with ``
 Options: rotary positions (RoPE, Su et al. 2021) rotate q and k by their positions; an
 additive bias (H, T, S) (T5's relative positions) enters the scores and its gradient is
 kept on ``dbias``; attention dropout on the weights (nowhere else: residual dropout is
-the block's); a ``LayerCache`` slot for incremental decoding (inference only).
+the block's); ``scale`` for the scores (default 1/sqrt(D); T5 uses 1, its init absorbs
+it); a ``LayerCache`` slot for incremental decoding (inference only).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class AttentionGrads(NamedTuple):
 class MultiHeadAttention(Module):
     def __init__(self, d_model: int, n_heads: int, *, rng: np.random.Generator, bias: bool = True,
                  dropout: float = 0.0, cross: bool = False, rope: bool = False, std: float = 0.02,
-                 out_std: float | None = None, dtype=np.float32):
+                 out_std: float | None = None, scale: float | None = None, dtype=np.float32):
         super().__init__()
         check_positive_int("n_heads", n_heads)
         if d_model % n_heads:
@@ -50,7 +51,7 @@ class MultiHeadAttention(Module):
                              f"n_heads {n_heads} = {self.head_dim}")
         if rope and cross:
             raise ValueError("rotary positions apply to self-attention only (cross=True was given with rope=True)")
-        self.cross, self.rope, self.dropout = cross, rope, dropout
+        self.cross, self.rope, self.dropout, self.scale = cross, rope, dropout, scale
         if cross:
             self.q_proj = Linear(d_model, d_model, bias=bias, rng=rng, std=std, dtype=dtype)
             self.kv_proj = Linear(d_model, 2 * d_model, bias=bias, rng=rng, std=std, dtype=dtype)
@@ -125,7 +126,8 @@ class MultiHeadAttention(Module):
         if cache is not None and not self.cross:
             k, v = cache.append(k, v)                                       # (B, H, S, D), S = past + T
         out, acache = attention_forward(q, k, v, mask, causal=causal, bias=bias, dropout_p=self.dropout,
-                                        rng=self.rng, training=self.training)   # (B, H, T, D)
+                                        rng=self.rng, training=self.training,
+                                        scale=self.scale)                      # (B, H, T, D)
         self.last_weights = acache["p"] if return_weights or self.record else None   # (B, H, T, S)
         self._cache = None if cache is not None else (acache, rope_caches, k.shape[2])
         y = out.transpose(0, 2, 1, 3).reshape(B * T, C)                       # heads concatenated

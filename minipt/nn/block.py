@@ -51,13 +51,14 @@ class TransformerBlock(Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, rng: np.random.Generator, norm: str = "layer",
                  prenorm: bool = True, activation: str = "gelu_tanh", bias: bool = True, dropout: float = 0.0,
                  attn_dropout: float | None = None, cross_attention: bool = False, rope: bool = False,
-                 eps: float = 1e-5, out_std: float | None = None, dtype=np.float32):
+                 eps: float = 1e-5, out_std: float | None = None, scale: float | None = None,
+                 dtype=np.float32):
         super().__init__()
         check_positive_int("d_ff", d_ff)
         self.d_model, self.prenorm, self.has_cross = d_model, prenorm, cross_attention
         attn_dropout = dropout if attn_dropout is None else attn_dropout
         sub = lambda: np.random.default_rng(rng.integers(2**63)) if dropout else None
-        mha = dict(rng=rng, bias=bias, dropout=attn_dropout, out_std=out_std, dtype=dtype)
+        mha = dict(rng=rng, bias=bias, dropout=attn_dropout, out_std=out_std, scale=scale, dtype=dtype)
         self.ln_1 = make_norm(norm, d_model, eps, dtype)
         self.attn = MultiHeadAttention(d_model, n_heads, rope=rope, **mha)
         self.drop_1 = Dropout(dropout, rng=sub())

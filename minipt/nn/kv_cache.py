@@ -74,6 +74,12 @@ class LayerCache:
             new[:, :, :self._len] = old[:, :, :self._len]
             setattr(self, name, new)
 
+    def truncate(self, length: int) -> None:
+        """Forget every position from ``length`` on (keep the first ``length``)."""
+        if not 0 <= length <= self._len:
+            raise ValueError(f"cache: can keep 0..{self._len} positions, got {length}")
+        self._len = length
+
     def select(self, rows: np.ndarray) -> None:
         """Keep batch rows ``rows`` (B_new,) in this order (beam search reorders beams)."""
         rows = np.asarray(rows)
@@ -106,6 +112,12 @@ class KVCache:
         """Reorder/subset the batch of every layer (beam search)."""
         for layer in self.layers:
             layer.select(rows)
+
+    def truncate(self, length: int) -> None:
+        """Keep the first ``length`` positions of every layer: a position fed only to be
+        read once (UniLM's [MASK] of the next token) is dropped after its step."""
+        for layer in self.layers:
+            layer.truncate(length)
 
     def reset(self) -> None:
         self.layers = [LayerCache(self.max_length) for _ in self.layers]

@@ -1,9 +1,12 @@
 """A stack of N Transformer blocks, the body of GPT, BERT and T5.
 
-- ``share=True``: cross-layer parameter sharing (ALBERT, Lan et al. 2020): every layer
-  uses one set of weights. The N blocks hold the *same* arrays (``Module.tie``), each
-  keeps its own forward cache, and the backward of every use adds into the one
-  gradient, so dL/dW = sum over layers of that layer's contribution.
+- ``share=True`` (or ``"all"``): cross-layer parameter sharing (ALBERT, Lan et al. 2020):
+  every layer uses one set of weights. The N blocks hold the *same* arrays
+  (``Module.tie``), each keeps its own forward cache, and the backward of every use adds
+  into the one gradient, so dL/dW = sum over layers of that layer's contribution.
+  ``"attention"`` shares only the attention sub-layer (``attn.*``), ``"ffn"`` only the
+  feed-forward one (``mlp.*``): ALBERT's ablation (table 4); the LayerNorms stay per
+  layer in those two modes. ``tie_layers(mode)`` does it after construction too.
 - ``layer_masks``: a mask per layer, AND-ed with the stack's ``mask`` (GPT-3, Brown et
   al. 2020: layers alternate dense and locally banded sparse attention, after Child et
   al. 2019). A list with one entry (or None) per layer, or a callable
@@ -31,7 +34,7 @@ LayerMasks = Sequence[np.ndarray | None] | Callable[[int, int, int], np.ndarray 
 
 
 class TransformerStack(Module):
-    def __init__(self, n_layers: int, *, share: bool = False, final_norm: bool = False,
+    def __init__(self, n_layers: int, *, share: bool | str = False, final_norm: bool = False,
                  layer_masks: LayerMasks = None, **block_kwargs):
         super().__init__()
         check_positive_int("n_layers", n_layers)
@@ -41,18 +44,31 @@ class TransformerStack(Module):
         self.n_layers, self.share, self.layer_masks = n_layers, share, layer_masks
         self.blocks = [TransformerBlock(**block_kwargs) for _ in range(n_layers)]
         self.has_cross = self.blocks[0].has_cross
-        if share:                         # every block holds block 0's arrays: gradients add up
-            first = dict(self.blocks[0].named_modules())
-            for block in self.blocks[1:]:
-                for name, mod in block.named_modules():
-                    for key in mod.params:
-                        mod.tie(key, first[name], key)
+        if share:
+            self.tie_layers(share)
         if final_norm:
             self.ln_f = make_norm(block_kwargs.get("norm", "layer"), block_kwargs["d_model"],
                                   block_kwargs.get("eps", 1e-5), block_kwargs.get("dtype", np.float32))
         else:
             self.ln_f = None
         self._cached = False
+
+    SHARE_MODES = {"all": "", "attention": "attn", "ffn": "mlp"}   # mode -> module-name prefix shared
+
+    def tie_layers(self, mode: bool | str = "all") -> None:
+        """Make blocks 1..N-1 hold block 0's arrays (all of them, or those of ``attn`` or
+        ``mlp``), so every layer's backward adds into one gradient."""
+        mode = "all" if mode is True else mode
+        if mode not in self.SHARE_MODES:
+            raise ValueError(f"share must be one of {', '.join(self.SHARE_MODES)} (or True), got {mode!r}")
+        prefix = self.SHARE_MODES[mode]
+        first = dict(self.blocks[0].named_modules())
+        for block in self.blocks[1:]:      # every block holds block 0's arrays: gradients add up
+            for name, mod in block.named_modules():
+                if name == prefix or name.startswith(prefix + ".") or not prefix:
+                    for key in mod.params:
+                        mod.tie(key, first[name], key)
+        self.share = mode
 
     @staticmethod
     def _check_layer_masks(layer_masks: LayerMasks, n_layers: int) -> None:

@@ -31,18 +31,38 @@ def prefix_lm(ids, rng: np.random.Generator, min_prefix: int = 1):
     return x, y, masks.prefix(len(x), split)
 
 
+def unilm_mask(mode: str, T: int, n_src: int | None = None) -> np.ndarray:
+    """The (T, T) may-attend mask of a UniLM mode; ``n_src`` (the length of ``[SOS] S
+    [EOS]``) is needed by seq2seq only."""
+    if mode not in UNILM_MODES:
+        raise ValueError(f"unknown mask mode {mode!r}; UniLM's modes are {', '.join(UNILM_MODES)}")
+    if mode == "seq2seq":
+        if n_src is None or not 0 < n_src < T:
+            raise ValueError(f"seq2seq mask: the source length must be in [1, {T - 1}] for {T} tokens, got {n_src}")
+        return masks.seq2seq(n_src, T - n_src)
+    return {"bidirectional": masks.bidirectional, "left_to_right": masks.causal,
+            "right_to_left": masks.right_to_left}[mode](T)
+
+
+def unilm_mode(rng: np.random.Generator) -> str:
+    """A mode drawn with UniLM's batch mix: 1/3 bidirectional, 1/3 seq2seq, 1/6 each way."""
+    return UNILM_MODES[int(rng.choice(4, p=UNILM_WEIGHTS))]
+
+
 def unilm_example(source, target, rng: np.random.Generator, *, sos_id: int, eos_id: int, mask_id: int,
-                  vocab_size: int, special_ids=(), mask_prob: float = 0.15):
-    """One UniLM training example. Returns dict(mode, ids, segments, targets, mask)."""
+                  vocab_size: int, special_ids=(), mask_prob: float = 0.15, mode: str | None = None):
+    """One UniLM training example. Returns dict(mode, ids, segments, targets, mask).
+    ``mode`` None draws one (``unilm_mode``); fine-tuning for generation gives "seq2seq"."""
     source = check_ids_array("source", source, 1)
     target = check_ids_array("target", target, 1)
-    mode = UNILM_MODES[int(rng.choice(4, p=UNILM_WEIGHTS))]
+    if mode is not None and mode not in UNILM_MODES:
+        raise ValueError(f"unknown mask mode {mode!r}; UniLM's modes are {', '.join(UNILM_MODES)}")
+    mode = unilm_mode(rng) if mode is None else mode
     ids = np.concatenate([[sos_id], source, [eos_id], target, [eos_id]]).astype(np.int64)
     n_src = len(source) + 2
     segments = np.concatenate([np.zeros(n_src), np.ones(len(target) + 1)]).astype(np.int64)
     T = len(ids)
-    mask = {"bidirectional": masks.bidirectional, "left_to_right": masks.causal,
-            "right_to_left": masks.right_to_left}.get(mode, lambda t: masks.seq2seq(n_src, t - n_src))(T)
+    mask = unilm_mask(mode, T, n_src)
     specials = tuple(special_ids) + (sos_id, eos_id)
     inputs, targets = mask_tokens(ids, rng, mask_id=mask_id, vocab_size=vocab_size, special_ids=specials,
                                   mask_prob=mask_prob)

@@ -2,7 +2,8 @@
 
 GELU (Hendrycks & Gimpel 2016): exact x * Phi(x) (BERT) and the tanh approximation
 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2, "gelu_new"); ReLU; tanh;
-sigmoid; SwiGLU (Shazeer 2020, LLaMA): swiglu(a, b) = silu(a) * b with silu(a) = a sigmoid(a).
+sigmoid; SwiGLU (Shazeer 2020, LLaMA): swiglu(a, b) = silu(a) * b with silu(a) = a sigmoid(a);
+GEGLU (Shazeer 2020, T5 v1.1's "gated-gelu"): geglu(a, b) = gelu_tanh(a) * b.
 """
 from __future__ import annotations
 
@@ -42,17 +43,31 @@ def gelu_tanh_backward(dy: np.ndarray, cache) -> np.ndarray:
     return fn(np.ascontiguousarray(dy, dtype=flat.dtype).reshape(-1), flat).reshape(dy.shape)
 
 
-def gelu_forward(x: np.ndarray):
-    """Exact GELU x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2."""
-    check_float("x", x)
+def gelu_forward_numpy(x: np.ndarray) -> np.ndarray:
+    """Exact GELU x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2: x (N,) -> y (N,)."""
     cdf = (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
-    return x * cdf, (x, cdf)
+    return x * cdf
+
+
+def gelu_backward_numpy(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """dy, x (N,) -> dx (N,) = dy (Phi(x) + x phi(x))."""
+    cdf = (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
+    pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    return dy * (cdf + x * pdf)
+
+
+def gelu_forward(x: np.ndarray):
+    """Exact GELU (BERT): the Numba kernel ``kernels/gelu_erf.py`` or the NumPy twin."""
+    check_float("x", x)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    fn = kernels.get("gelu_forward") or gelu_forward_numpy
+    return fn(flat).reshape(x.shape), flat
 
 
 def gelu_backward(dy: np.ndarray, cache) -> np.ndarray:
-    x, cdf = cache
-    pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-    return dy * (cdf + x * pdf)
+    flat = cache
+    fn = kernels.get("gelu_backward") or gelu_backward_numpy
+    return fn(np.ascontiguousarray(dy, dtype=flat.dtype).reshape(-1), flat).reshape(dy.shape)
 
 
 def relu_forward(x: np.ndarray):
@@ -99,3 +114,18 @@ def swiglu_backward(dy: np.ndarray, cache):
     a, b, s, silu = cache
     da = dy * b * (s * (1.0 + a * (1.0 - s)))  # d silu / da = s + a s (1 - s)
     return da, dy * silu
+
+
+def geglu_forward(a: np.ndarray, b: np.ndarray):
+    """a (gate), b (up) (..., F) -> gelu_tanh(a) * b (..., F) (T5 v1.1's gated GELU)."""
+    check_same_dtype(gate=a, up=b)
+    if a.shape != b.shape:
+        raise ValueError(f"geglu: gate shape {a.shape} differs from up shape {b.shape}")
+    g, gcache = gelu_tanh_forward(a)                                   # (..., F)
+    return g * b, (b, g, gcache)
+
+
+def geglu_backward(dy: np.ndarray, cache):
+    """dy (..., F) -> da, db."""
+    b, g, gcache = cache
+    return gelu_tanh_backward(dy * b, gcache), dy * g

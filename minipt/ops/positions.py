@@ -5,7 +5,8 @@
 - Rotary embeddings, RoPE (Su et al. 2021): rotate each (x_i, x_{i + D/2}) pair of a query
   or key by the angle t * base^(-2i/D) ("rotate halves", the Hugging Face LLaMA layout).
 - T5's relative position bias (Raffel et al. 2020; Shaw et al. 2018): a learned scalar per
-  (bucket, head); buckets are exact for small distances and log-spaced up to max_distance.
+  (bucket, head); buckets are exact for small distances and log-spaced up to max_distance,
+  the log ratio computed in float32 as the reference implementations do.
 """
 from __future__ import annotations
 
@@ -79,9 +80,12 @@ def relative_position_bucket(relative_position: np.ndarray, bidirectional: bool 
     else:
         dist = np.maximum(-rel, 0)
     exact = n // 2
-    with np.errstate(divide="ignore"):
-        log_ratio = np.log(np.maximum(dist, 1) / exact) / math.log(max_distance / exact)
-    large = np.minimum(exact + (log_ratio * (n - exact)).astype(np.int64), n - 1)
+    # in float32, step by step as Mesh TensorFlow and transformers compute it: a distance
+    # whose log lands on a bucket boundary (16 of 32 buckets, max 128: log(16/8) / log(16) * 8
+    # = 2) gets their bucket, not one float64 rounding would give
+    ratio = np.maximum(dist, 1).astype(np.float32) / np.float32(exact)             # (...,) float32
+    log_ratio = np.log(ratio) / np.float32(math.log(max_distance / exact))
+    large = np.minimum(exact + (log_ratio * np.float32(n - exact)).astype(np.int64), n - 1)
     return out + np.where(dist < exact, dist, large)
 
 

@@ -3,10 +3,13 @@ Nakajima 2012 ("Japanese and Korean Voice Search") and Wu et al. 2016 (GNMT).
 
 Encoding, in BERT's two stages:
 
-1. *Basic pre-tokenisation* (``basic_tokenize``): drop NUL, U+FFFD and control
-   characters; optionally lowercase and strip accents (NFD, then drop combining marks,
-   as BERT's uncased models do); split at whitespace; make every punctuation character
-   and every CJK ideograph a word of its own.
+1. *Basic pre-tokenisation* (``normalize``, ``basic_tokenize``): drop NUL, U+FFFD and
+   control/format/private-use characters; make every CJK ideograph a word of
+   its own; optionally strip accents (NFD, then drop combining marks) and lowercase, as
+   BERT's uncased models do; split at whitespace; make every punctuation character a
+   word of its own. The order and the character classes are those of transformers'
+   ``BertTokenizer`` (its ``BertNormalizer`` + ``BertPreTokenizer``), which
+   ``tests/tokenizers/test_wordpiece_minilm.py`` checks on MiniLM's vocabulary.
 2. *Greedy longest-match-first* per word: take the longest vocabulary entry that starts
    the word, then the longest ``##``-prefixed entry (a continuation) starting where it
    ended, and so on. ``unaffable`` with ``{un, ##aff, ##able}`` -> ``un ##aff ##able``.
@@ -58,30 +61,40 @@ def is_cjk(ch: str) -> bool:
 
 
 def _is_control(ch: str) -> bool:
-    if ch in "\t\n\r":
-        return False
-    return unicodedata.category(ch) in ("Cc", "Cf")
+    """Controls, formats, surrogates and private use (categories Cc, Cf, Cs, Co), except
+    tab, newline and carriage return, which count as whitespace. Unassigned code points
+    (Cn) are kept, as transformers' BertTokenizer keeps them (they become [UNK])."""
+    return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co")
 
 
-def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
-    """BERT's pre-tokenisation: clean, optionally lowercase + strip accents, split at
-    whitespace, punctuation and CJK characters."""
-    if lowercase:
-        text = unicodedata.normalize("NFD", text.lower())
-        text = "".join(ch for ch in text if unicodedata.category(ch) != "Mn")
-    words, current = [], []
+def normalize(text: str, lowercase: bool = True) -> str:
+    """BERT's normaliser, in its order: drop NUL, U+FFFD and other/control characters and
+    turn every whitespace character into a space; put spaces around CJK ideographs; then,
+    when ``lowercase``, strip accents (NFD, drop combining marks, category Mn) and lowercase
+    character by character (so a final capital sigma becomes σ, not ς, as in transformers'
+    BertTokenizer)."""
+    out = []
     for ch in text:
         if ch == "\x00" or ch == "\ufffd" or _is_control(ch):
             continue
-        if ch.isspace():
+        out.append(" " if ch.isspace() else f" {ch} " if is_cjk(ch) else ch)
+    text = "".join(out)
+    if lowercase:
+        text = "".join(ch.lower() for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) != "Mn")
+    return text
+
+
+def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
+    """BERT's pre-tokenisation: ``normalize``, then split at whitespace and make every
+    punctuation character a word of its own."""
+    words, current = [], []
+    for ch in normalize(text, lowercase):
+        if ch.isspace() or is_punctuation(ch):
             if current:
                 words.append("".join(current))
                 current = []
-        elif is_punctuation(ch) or is_cjk(ch):
-            if current:
-                words.append("".join(current))
-                current = []
-            words.append(ch)
+            if not ch.isspace():
+                words.append(ch)
         else:
             current.append(ch)
     if current:
@@ -132,6 +145,24 @@ class WordPieceTokenizer(Tokenizer):
             raise ValueError(f"vocabulary lists {dup!r} twice")
         tok._set_itos(tokens + [s for s in tok._specials if s not in set(tokens)])
         return tok
+
+    @classmethod
+    def from_vocab_file(cls, path, **kwargs) -> "WordPieceTokenizer":
+        """A BERT ``vocab.txt`` (one token a line, UTF-8; the line number is the id)."""
+        from pathlib import Path
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no vocabulary file {path}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 text ({e})") from None
+        tokens = text.split("\n")
+        if tokens and tokens[-1] == "":
+            tokens.pop()                                  # the last line's newline
+        if not tokens:
+            raise ValueError(f"{path}: the vocabulary file is empty")
+        return cls.from_vocab(tokens, **kwargs)
 
     def fit(self, text: str, vocab_size: int, min_pair_count: int = 2) -> "WordPieceTokenizer":
         check_positive_int("vocab_size", vocab_size)

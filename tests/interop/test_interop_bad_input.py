@@ -36,8 +36,8 @@ def edit_tensors(folder: Path, fn) -> None:
 
 def test_other_architecture(tmp_path):
     folder = copy("gpt2", tmp_path)
-    edit_config(folder, model_type="bert", architectures=["BertForMaskedLM"])
-    with pytest.raises(ValueError, match=r"model_type 'bert' is not supported; minipt reads gpt2 \(GPT2LMHeadModel\)"):
+    edit_config(folder, model_type="gpt_neox", architectures=["GPTNeoXForCausalLM"])
+    with pytest.raises(ValueError, match=r"model_type 'gpt_neox' is not supported; minipt reads gpt2 \(GPT2LMHeadModel\)"):
         from_pretrained(folder)
     folder = copy("llama", tmp_path)
     edit_config(folder, architectures=["LlamaForSequenceClassification"])

@@ -11,7 +11,9 @@ Pre-training (section 3.1) adds two losses:
   at the chosen positions (``objectives/mlm.py`` chooses them, 80/10/10),
   L_mlm = mean over labelled positions of -log p(x_t);
 - next sentence prediction: pooled = tanh(h_[CLS] W_p^T + b_p), a 2-way classifier,
-  L_nsp = mean over the batch of -log p(IsNext label).
+  L_nsp = mean over the batch of -log p(IsNext label). Label 1 = IsNext, as in
+  ``objectives/sentence_pairs.py`` (Hugging Face's ``next_sentence_label`` has 0 = IsNext:
+  a layout converter swaps the two rows of ``nsp.weight`` and ``nsp.bias``).
 L = L_mlm + L_nsp.
 
 Hooks for the family (``roberta.py``, ``albert.py``, ``electra.py``): ``nsp=False`` drops the
@@ -51,6 +53,7 @@ from ...nn.norms import LayerNorm
 from ...nn.positions import LearnedPositions
 from ...nn.stack import TransformerStack
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from ...recipes.encoder import PRESETS, encoder_recipe
 from ..protocol import IGNORE
 from ..registry import ModelEntry, register
 
@@ -106,10 +109,11 @@ class BertEmbeddings(Module):
         self.drop = Dropout(c.dropout, rng=np.random.default_rng(rng.integers(2**63)) if c.dropout else None)
         self.offset = c.position_offset
 
-    def forward(self, ids: np.ndarray, segments: np.ndarray) -> np.ndarray:
+    def forward(self, ids: np.ndarray, segments: np.ndarray, start: int = 0) -> np.ndarray:
+        """``start``: the position of the first id (a KV-cached step continues from there)."""
         T = ids.shape[1]
         x = self.word_embeddings(ids) + self.token_type_embeddings(segments)      # (B, T, E)
-        x = x + self.position_embeddings(T, self.offset)                          # + (T, E)
+        x = x + self.position_embeddings(T, self.offset + start)                  # + (T, E)
         return self.drop(self.ln(x))                                              # (B, T, E)
 
     def backward(self, dy: np.ndarray) -> None:
@@ -150,7 +154,11 @@ class BertEncoder(Module):
         if token_type_ids is None:
             token_type_ids = np.zeros_like(input_ids)
         else:
-            check_ids("token_type_ids", token_type_ids, c.type_vocab_size)
+            if not isinstance(token_type_ids, np.ndarray) or not np.issubdtype(token_type_ids.dtype, np.integer):
+                raise TypeError("token_type_ids: expected an integer array of segment ids")
+            if token_type_ids.size and not np.isin(token_type_ids, np.arange(c.type_vocab_size)).all():
+                bad = sorted(set(np.unique(token_type_ids).tolist()) - set(range(c.type_vocab_size)))
+                raise ValueError(f"token_type_ids: expected segment ids 0 (A) to {c.type_vocab_size - 1}, got {bad}")
             if token_type_ids.shape != input_ids.shape:
                 raise ValueError(f"token_type_ids: expected shape {input_ids.shape} (as input_ids), "
                                  f"got {token_type_ids.shape}")
@@ -327,4 +335,4 @@ def tiny() -> tuple[BertForPreTraining, tuple]:
 register(ModelEntry(
     name="bert", title="BERT", paper="Devlin et al. 2019, BERT: Pre-training of Deep Bidirectional "
     "Transformers for Language Understanding", objective="MLM + NSP", build=build, tiny=tiny,
-    lesson="15_bert", language_model=False))
+    lesson="15_bert", presets=PRESETS, recipe=encoder_recipe(), language_model=False))

@@ -222,4 +222,4 @@ register(ModelEntry(
                            train=dict(steps=800, lr=3e-3, min_lr=3e-4, warmup=80, weight_decay=0.01, eval_every=0),
                            batch_size=32, data=dict(graph=dict(n_persons=64, n_cities=12, n_countries=4),
                                                     transe_epochs=400, sentences=8000, finetune_steps=300),
-                           expected="")}))
+                           expected="masked-word accuracy 0.668, entity prediction (dEA) 0.962, country of held-out persons 0.600 (4 countries); 35 s (busy machine)")}))

@@ -82,7 +82,8 @@ def check_inputs(config: VLConfig, ids, text_mask, features, boxes, region_mask)
         raise ValueError(f"a scene needs 1 to {config.max_regions} regions, got {N}")
     if np.shape(region_mask) != (B, N) or not (np.asarray(region_mask).sum(1) > 0).all():
         raise ValueError(f"region_mask: expected {(B, N)} with at least one real region per scene")
-    if (boxes < 0).any() or (boxes > 1).any():
+    real = np.asarray(boxes)[np.asarray(region_mask) > 0]                  # (R, 4), padding left out
+    if (real < 0).any() or (real > 1).any():
         raise ValueError("boxes must lie inside the image [0, 1]^2")
 
 
@@ -147,9 +148,10 @@ def tiny_batch(seed: int = 0):
     b = make_batch(pairs, rng, mask_prob=0.4, region_mask_prob=0.5)
     region_labels, mlm, features = b.region_labels.copy(), b.mlm_labels.copy(), b.features.copy()
     region_labels[0, 0], features[0, 0] = first.categories[0], 0.0        # at least one masked region
+    boxes = 0.05 + 0.9 * b.boxes          # off the image's edges: a gradcheck nudges them both ways
     if (mlm == -100).all():
         mlm[0, 1] = b.ids[0, 1]
-    return b._replace(features=features, region_labels=region_labels, mlm_labels=mlm)
+    return b._replace(features=features, boxes=boxes, region_labels=region_labels, mlm_labels=mlm)
 
 
 def tiny_model(cls, **settings):
@@ -181,4 +183,4 @@ register(ModelEntry(
     build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe=vl_recipe,
     presets={"toy": Preset(model=dict(n_layer=4),
                            train=dict(steps=1500, lr=1e-3, min_lr=1e-4, warmup=150, weight_decay=0.01, eval_every=0),
-                           batch_size=32, data=dict(pairs=8000), expected="")}))
+                           batch_size=32, data=dict(pairs=8000), expected="image-text matching 0.905 (chance 0.5), masked-region category 0.363 (6 categories), masked word 0.636; 114 s (busy machine)")}))

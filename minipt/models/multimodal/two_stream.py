@@ -125,4 +125,4 @@ register(ModelEntry(
     build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe=vl_recipe,
     presets={"toy": Preset(model=dict(n_text_layer=1, n_region_layer=0, n_cross_layer=1),
                            train=dict(steps=1500, lr=1e-3, min_lr=1e-4, warmup=150, weight_decay=0.01, eval_every=0),
-                           batch_size=32, data=dict(pairs=8000), expected="")}))
+                           batch_size=32, data=dict(pairs=8000), expected="image-text matching 0.906 (chance 0.5), masked-region category 0.446 (6 categories), masked word 0.694; 114 s (busy machine)")}))

@@ -64,8 +64,11 @@ from ...ops import activations
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.linear import linear_backward, linear_forward
 from ...ops.norms import layer_norm_backward, layer_norm_forward
-from ...ops.relative_attention import (relative_attention_backward, relative_attention_forward,
-                                       relative_sinusoid)
+from ...ops.relative_attention import (
+    relative_attention_backward,
+    relative_attention_forward,
+    relative_sinusoid,
+)
 from ..protocol import IGNORE, log_prob_from_loss
 from ..registry import GradcheckCase, ModelEntry, register
 

@@ -1,0 +1,212 @@
+"""T5 training throughput: span-corruption-shaped batches through forward, backward and
+AdamW, float32, minipt against the same model in torch eager (if installed), in
+alternating rounds (benchmarks/harness.py).
+
+    python benchmarks/bench_t5.py [--sizes S,M,L] [--rounds 7] [--calls 3]
+
+The model on both sides is T5 v1.0 (``models/seq2seq/t5.py``): one shared token table;
+pre-RMSNorm blocks without biases; a bucketed relative position bias (32 buckets,
+max distance 128) computed once per stack and shared by its layers, bidirectional in the
+encoder and causal in the decoder; no 1/sqrt(D) attention scale; ReLU FFN; cross-attention
+without a position bias; the output tied to the token table with the d^-0.5 rescale;
+cross-entropy over the target tokens; no dropout. The torch side is written out here
+with ``scaled_dot_product_attention`` (the bias as its float mask, scale 1) and takes
+the bucket ids minipt computes (not timed). Sizes follow ``bench_gpt.py``: L encoder and
+L decoder layers, H heads, width d, source length S, target length T = S / 4 (span
+corruption's targets are about a quarter of the input), batch B. Prints tokens/s (source
++ target tokens) of each side and the median of the per-round ratios minipt/torch (> 1:
+minipt is faster) with min..max. Without torch it measures minipt alone and says so. On a
+loaded machine the ratios are not meaningful.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+from minipt.models.seq2seq.t5 import T5, T5Config, shift_right  # noqa: E402
+from minipt.ops.positions import relative_position_bucket  # noqa: E402
+from minipt.optim import AdamW  # noqa: E402
+
+SIZES = {  # V, L, H, d, S, B
+    "S": (256, 2, 4, 64, 64, 16),
+    "M": (256, 4, 4, 128, 128, 16),
+    "L": (512, 6, 6, 192, 256, 8),
+}
+BUCKETS, MAX_DISTANCE = 32, 128
+
+
+def tokens_per_step(config: dict) -> int:
+    """Source + target tokens a training step reads, from a row's ``config``."""
+    return config["B"] * (config["S"] + config["S"] // 4)
+
+
+def batches(V, S, B, n=4, seed=1):
+    """(source (B, S), target_in (B, T), targets (B, T)), T = S // 4, ids from 1 (0 is pad/start)."""
+    rng = np.random.default_rng(seed)
+    T = S // 4
+    out = []
+    for _ in range(n):
+        source, targets = rng.integers(1, V, (B, S)), rng.integers(1, V, (B, T))
+        out.append((source, shift_right(targets, 0), targets))
+    return out
+
+
+def minipt_step(V, L, H, d, S, B):
+    """A closure running one training step (zero_grad, forward, backward, AdamW)."""
+    model = T5(T5Config(vocab_size=V, d_model=d, d_ff=4 * d, n_layer=L, n_head=H, num_buckets=BUCKETS,
+                        max_distance=MAX_DISTANCE, max_source_len=S, max_target_len=S // 4),
+               rng=np.random.default_rng(0))
+    opt = AdamW(model, lr=1e-4, weight_decay=0.0)
+    data, i = batches(V, S, B), [0]
+
+    def step():
+        source, target_in, targets = data[i[0] % len(data)]
+        i[0] += 1
+        model.zero_grad()
+        model(source, target_in, targets)
+        model.backward()
+        opt.step()
+    return step
+
+
+def torch_step(torch, V, L, H, d, S, B):
+    nn, F = torch.nn, torch.nn.functional
+    D, T = d // H, S // 4
+
+    def buckets(n, bidirectional):
+        rel = np.arange(n)[None, :] - np.arange(n)[:, None]                  # key - query (n, n)
+        return torch.from_numpy(relative_position_bucket(rel, bidirectional, BUCKETS, MAX_DISTANCE))
+
+    enc_buckets, dec_buckets = buckets(S, True), buckets(T, False)
+    causal = torch.full((T, T), float("-inf")).triu(1)
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(d))
+
+        def forward(self, x):
+            return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    class Attention(nn.Module):
+        def __init__(self, cross):
+            super().__init__()
+            self.cross = cross
+            self.q = nn.Linear(d, d, bias=False)
+            self.kv = nn.Linear(d, 2 * d, bias=False)
+            self.o = nn.Linear(d, d, bias=False)
+
+        def forward(self, x, memory, bias):
+            b, t, _ = x.shape
+            q = self.q(x).view(b, t, H, D).transpose(1, 2)
+            k, v = (z.view(b, -1, H, D).transpose(1, 2) for z in self.kv(memory).split(d, dim=2))
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)   # T5: no 1/sqrt(D)
+            return self.o(y.transpose(1, 2).reshape(b, t, d))
+
+    class Layer(nn.Module):
+        def __init__(self, decoder):
+            super().__init__()
+            self.decoder = decoder
+            self.ln_1, self.attn = RMSNorm(), Attention(False)
+            if decoder:
+                self.ln_x, self.cross = RMSNorm(), Attention(True)
+            self.ln_2 = RMSNorm()
+            self.wi, self.wo = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
+
+        def forward(self, x, bias, memory=None):
+            h = self.ln_1(x)
+            x = x + self.attn(h, h, bias)
+            if self.decoder:
+                x = x + self.cross(self.ln_x(x), memory, None)
+            return x + self.wo(F.relu(self.wi(self.ln_2(x))))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared = nn.Embedding(V, d)
+            self.enc_bias, self.dec_bias = nn.Embedding(BUCKETS, H), nn.Embedding(BUCKETS, H)
+            self.enc = nn.ModuleList(Layer(False) for _ in range(L))
+            self.dec = nn.ModuleList(Layer(True) for _ in range(L))
+            self.enc_ln, self.dec_ln = RMSNorm(), RMSNorm()
+
+        def forward(self, source, target_in, targets):
+            x = self.shared(source)
+            bias = self.enc_bias(enc_buckets).permute(2, 0, 1)[None]          # (1, H, S, S), shared
+            for layer in self.enc:
+                x = layer(x, bias)
+            memory = self.enc_ln(x)
+            y = self.shared(target_in)
+            bias = self.dec_bias(dec_buckets).permute(2, 0, 1)[None] + causal
+            for layer in self.dec:
+                y = layer(y, bias, memory)
+            logits = (self.dec_ln(y) * d ** -0.5) @ self.shared.weight.T      # tied, rescaled
+            return F.cross_entropy(logits.view(-1, V), targets.reshape(-1))
+
+    model = Model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+    data, i = [tuple(torch.from_numpy(a) for a in b) for b in batches(V, S, B)], [0]
+
+    def step():
+        source, target_in, targets = data[i[0] % len(data)]
+        i[0] += 1
+        opt.zero_grad(set_to_none=True)
+        model(source, target_in, targets).backward()
+        opt.step()
+    return step
+
+
+def measure(sizes, rounds, calls, torch):
+    rows = []
+    for name in sizes:
+        V, L, H, d, S, B = SIZES[name]
+        tokens = B * (S + S // 4)
+        mp = minipt_step(V, L, H, d, S, B)
+        ref = torch_step(torch, V, L, H, d, S, B) if torch else None
+        cmp = harness.alternate(mp, ref, rounds=rounds, calls=calls)
+        row = {"size": name, "config": dict(zip("V L H d S B".split(), SIZES[name])),
+               "minipt_tok_s": tokens / cmp.a_median}
+        if ref:
+            lo, hi = cmp.spread()
+            row.update(torch_tok_s=tokens / cmp.b_median, ratio=cmp.ratio, ratio_min=lo, ratio_max=hi, rounds=rounds)
+        rows.append(row)
+    return rows
+
+
+def run(sizes=("S", "M", "L"), rounds=7, calls=3):
+    torch = harness.try_torch(2)
+    print(f"torch {torch.__version__ if torch else 'not installed: minipt measured alone'}; float32; a T5 "
+          f"training step (fwd + bwd + AdamW); {rounds} alternating rounds of {calls} steps per side; "
+          "ratio > 1: minipt faster", flush=True)
+    rows = measure(sizes, rounds, calls, torch)
+    print(f"{'size':<5} {'minipt tok/s':>12} {'torch tok/s':>12} {'ratio (min..max)':>19}")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})" if "ratio" in r else "-"
+        print(f"{r['size']:<5} {r['minipt_tok_s']:12,.0f} {harness.fmt_rate(r.get('torch_tok_s'), 12)} {ratio:>19}")
+    return {"rows": rows, "torch": torch.__version__ if torch else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="S,M,L")
+    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (pairs of ratios)")
+    ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
+    ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    args = ap.parse_args()
+    sizes = args.sizes.split(",")
+    for s in sizes:
+        if s not in SIZES:
+            ap.error(f"--sizes: expected names from {sorted(SIZES)}, got {s!r}")
+    out = run(sizes, args.rounds, args.calls)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
