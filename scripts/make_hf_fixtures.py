@@ -46,8 +46,15 @@ import torch
 import transformers
 from safetensors.numpy import save_file
 from tokenizers import decoders, models, pre_tokenizers, trainers
-from transformers import (GPT2Config, GPT2LMHeadModel, GPT2Tokenizer, LlamaConfig, LlamaForCausalLM,
-                          OpenAIGPTConfig, OpenAIGPTLMHeadModel)
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPT2Tokenizer,
+    LlamaConfig,
+    LlamaForCausalLM,
+    OpenAIGPTConfig,
+    OpenAIGPTLMHeadModel,
+)
 from transformers.models.llama import modeling_llama
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "interop" / "fixtures"

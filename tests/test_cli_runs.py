@@ -31,7 +31,7 @@ RUN_FILES = ["checkpoint.npz", "loss.png", "metrics.jsonl", "report.json", "toke
 
 @pytest.fixture
 def tiny(monkeypatch):
-    import minipt.train as loop                  # the plot is tested on its own below; here it costs seconds
+    import minipt.train as loop  # the plot is tested on its own below; here it costs seconds
     monkeypatch.setattr(loop, "plot_history", lambda history, path, oracle=None: path.write_bytes(b"\x89PNG stub") and path)
     for name in ("gpt", "llama"):
         entry = registry.get(name)

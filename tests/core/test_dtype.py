@@ -3,7 +3,17 @@ NEP 50 upcast by a NumPy float64 scalar), float64 stays float64."""
 import numpy as np
 import pytest
 
-from minipt.nn import GELU, Dropout, Embedding, FeedForward, LayerNorm, Linear, RMSNorm, Sequential, Tanh
+from minipt.nn import (
+    GELU,
+    Dropout,
+    Embedding,
+    FeedForward,
+    LayerNorm,
+    Linear,
+    RMSNorm,
+    Sequential,
+    Tanh,
+)
 from minipt.ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 
 

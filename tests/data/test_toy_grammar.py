@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 
 from minipt.data.hmm_language import HMMLanguage
-from minipt.data.toy_grammar import CATEGORIES, GENDER_PAIRS, SENSES, STATES, TRANSITIONS, analogies
+from minipt.data.toy_grammar import (
+    CATEGORIES,
+    GENDER_PAIRS,
+    SENSES,
+    STATES,
+    TRANSITIONS,
+    analogies,
+)
 
 
 @pytest.fixture(scope="module")

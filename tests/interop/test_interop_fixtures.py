@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from minipt.interop import from_pretrained, openai_gpt_layout, their_named
-from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.interop.safetensors_io import read_file
+from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.ops.positions import rope_forward
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

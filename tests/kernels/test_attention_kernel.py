@@ -8,8 +8,12 @@ import pytest
 
 from minipt import kernels
 from minipt.ops import attention as A
-from minipt.ops.attention import (attention_backward, attention_backward_numpy, attention_forward,
-                                  attention_forward_numpy)
+from minipt.ops.attention import (
+    attention_backward,
+    attention_backward_numpy,
+    attention_forward,
+    attention_forward_numpy,
+)
 
 pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
 TOL = {np.float32: 1e-5, np.float64: 1e-12}

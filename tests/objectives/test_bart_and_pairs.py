@@ -3,9 +3,18 @@ import functools
 import numpy as np
 import pytest
 
-from minipt.objectives.bart_noise import (compose, document_rotation, sentence_permutation, text_infilling,
-                                          token_deletion, token_masking)
-from minipt.objectives.sentence_pairs import next_sentence_prediction, sentence_order_prediction
+from minipt.objectives.bart_noise import (
+    compose,
+    document_rotation,
+    sentence_permutation,
+    text_infilling,
+    token_deletion,
+    token_masking,
+)
+from minipt.objectives.sentence_pairs import (
+    next_sentence_prediction,
+    sentence_order_prediction,
+)
 
 MASK, EOS = 1, 2
 

@@ -3,8 +3,15 @@ reconstruction checked exactly."""
 import numpy as np
 import pytest
 
-from minipt.objectives import (IGNORE, DynamicMasking, mask_tokens, pack_documents, random_spans_noise_mask,
-                               span_corruption, static_masks)
+from minipt.objectives import (
+    IGNORE,
+    DynamicMasking,
+    mask_tokens,
+    pack_documents,
+    random_spans_noise_mask,
+    span_corruption,
+    static_masks,
+)
 
 V, MASK, CLS, SEP = 100, 3, 1, 2
 

@@ -16,7 +16,11 @@ import pytest
 
 from minipt.objectives import IGNORE
 from minipt.objectives.bart_noise import sentence_permutation, text_infilling
-from minipt.objectives.span_masking import entity_masking, span_masking, whole_word_masking
+from minipt.objectives.span_masking import (
+    entity_masking,
+    span_masking,
+    whole_word_masking,
+)
 
 MASK, EOS = 1, 2
 RANDOM = np.arange(10, 50)

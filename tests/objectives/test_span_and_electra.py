@@ -3,7 +3,11 @@ import pytest
 
 from minipt.objectives import IGNORE
 from minipt.objectives.electra import discriminator_inputs, generator_inputs
-from minipt.objectives.span_masking import entity_masking, span_masking, whole_word_masking
+from minipt.objectives.span_masking import (
+    entity_masking,
+    span_masking,
+    whole_word_masking,
+)
 
 MASK = 1
 RANDOM = np.arange(10, 50)

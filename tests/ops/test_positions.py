@@ -2,7 +2,11 @@ import numpy as np
 import pytest
 
 from minipt.nn.positions import LearnedPositions, SinusoidalPositions
-from minipt.ops.positions import relative_position_bucket, rope_forward, sinusoidal_table
+from minipt.ops.positions import (
+    relative_position_bucket,
+    rope_forward,
+    sinusoidal_table,
+)
 
 
 def test_t5_buckets_by_hand():

@@ -4,8 +4,13 @@ import numpy as np
 import pytest
 
 from minipt.core.gradcheck import check_op
-from minipt.ops.relative_attention import (relative_attention_backward, relative_attention_forward,
-                                           relative_sinusoid, rel_shift_backward, rel_shift_forward)
+from minipt.ops.relative_attention import (
+    rel_shift_backward,
+    rel_shift_forward,
+    relative_attention_backward,
+    relative_attention_forward,
+    relative_sinusoid,
+)
 
 
 @pytest.mark.parametrize("T, S", [(4, 4), (3, 5), (1, 6)])

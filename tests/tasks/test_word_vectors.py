@@ -4,8 +4,14 @@ import pytest
 
 from minipt.data.hmm_language import HMMLanguage
 from minipt.data.toy_grammar import CATEGORIES
-from minipt.tasks.word_vectors import StaticVectors, category_purity, evaluate, ppmi_svd, sense_accuracy, \
-    sense_categories
+from minipt.tasks.word_vectors import (
+    StaticVectors,
+    category_purity,
+    evaluate,
+    ppmi_svd,
+    sense_accuracy,
+    sense_categories,
+)
 
 
 def one_hot_categories():

@@ -9,7 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minipt.tokenizers import ByteBPETokenizer, CharTokenizer
-from minipt.tokenizers.gpt2_files import check_exportable, load_gpt2_files, read_merges, save_gpt2_files
+from minipt.tokenizers.gpt2_files import (
+    check_exportable,
+    load_gpt2_files,
+    read_merges,
+    save_gpt2_files,
+)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "interop" / "fixtures"
 CORPUS = ("the cat sat on the mat; the dog sat on the log. 你好，世界！你好 世界 "

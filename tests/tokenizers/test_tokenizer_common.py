@@ -2,8 +2,16 @@
 import numpy as np
 import pytest
 
-from minipt.tokenizers import (BERT_SPECIALS, BPETokenizer, ByteBPETokenizer, CharTokenizer,
-                               Tokenizer, WordPieceTokenizer, WordTokenizer, t5_sentinels)
+from minipt.tokenizers import (
+    BERT_SPECIALS,
+    BPETokenizer,
+    ByteBPETokenizer,
+    CharTokenizer,
+    Tokenizer,
+    WordPieceTokenizer,
+    WordTokenizer,
+    t5_sentinels,
+)
 
 CORPUS = ("the quick brown fox jumps over the lazy dog . the lazy dog sleeps ; "
           "a quick fox is quicker than the lazier dog ! [ CLS ]\n") * 8
