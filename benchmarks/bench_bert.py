@@ -17,8 +17,6 @@ are slowed, by different amounts, by whatever else runs.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -121,50 +119,10 @@ def torch_step(torch, V, L, H, d, T, B):
     return step
 
 
-def measure(sizes, rounds, calls, torch):
-    rows = []
-    for name in sizes:
-        V, L, H, d, T, B = SIZES[name]
-        mp = minipt_step(V, L, H, d, T, B)
-        ref = torch_step(torch, V, L, H, d, T, B) if torch else None
-        cmp = harness.alternate(mp, ref, rounds=rounds, calls=calls)
-        row = {"size": name, "config": dict(zip("V L H d T B".split(), SIZES[name])),
-               "minipt_tok_s": B * T / cmp.a_median}
-        if ref:
-            lo, hi = cmp.spread()
-            row.update(torch_tok_s=B * T / cmp.b_median, ratio=cmp.ratio, ratio_min=lo, ratio_max=hi, rounds=rounds)
-        rows.append(row)
-    return rows
-
-
 def run(sizes=("S", "M", "L"), rounds=7, calls=3):
-    torch = harness.try_torch(2)
-    print(f"torch {torch.__version__ if torch else 'not installed: minipt measured alone'}; float32; an MLM "
-          f"training step (fwd + bwd + AdamW); {rounds} alternating rounds of {calls} steps per side; "
-          "ratio > 1: minipt faster", flush=True)
-    rows = measure(sizes, rounds, calls, torch)
-    print(f"{'size':<5} {'minipt tok/s':>12} {'torch tok/s':>12} {'ratio (min..max)':>19}")
-    for r in rows:
-        ratio = f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})" if "ratio" in r else "-"
-        print(f"{r['size']:<5} {r['minipt_tok_s']:12,.0f} {harness.fmt_rate(r.get('torch_tok_s'), 12)} {ratio:>19}")
-    return {"rows": rows, "torch": torch.__version__ if torch else None}
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="S,M,L")
-    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (pairs of ratios)")
-    ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
-    ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
-    args = ap.parse_args()
-    sizes = args.sizes.split(",")
-    for s in sizes:
-        if s not in SIZES:
-            ap.error(f"--sizes: expected names from {sorted(SIZES)}, got {s!r}")
-    out = run(sizes, args.rounds, args.calls)
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1, default=str))
+    return harness.training_table("an MLM training step", SIZES, sizes, minipt_step, torch_step, tokens_per_step, "V L H d T B",
+                                  rounds, calls)
 
 
 if __name__ == "__main__":
-    main()
+    harness.training_main(__doc__, SIZES, run)

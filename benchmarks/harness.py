@@ -257,3 +257,51 @@ def print_rows(rows: list[dict]) -> None:
                           for k, v in r.items() if k not in known)
         print(f"{r['bench']:<11} {r['case']:<34} {r['a']:<7} {r['a_ms']:9.3f} {str(r['b'] or '-'):<7} {b_ms} "
               f"{ratio:>19}  {extra}")
+
+
+def training_table(what: str, sizes: dict, names, minipt_step, torch_step, tokens_per_step, keys: str,
+                   rounds: int = 7, calls: int = 3) -> dict:
+    """A whole-model training benchmark (bench_bert, bench_t5): for each size name in
+    ``names``, ``minipt_step(*sizes[name])`` and ``torch_step(torch, *sizes[name])`` make
+    step closures, timed in alternating rounds; prints tokens/s of each side and the median
+    per-round ratio; returns {"rows", "torch"}. ``keys`` names the size tuple's fields."""
+    torch = try_torch(2)
+    print(f"torch {torch.__version__ if torch else 'not installed: minipt measured alone'}; float32; {what} "
+          f"(fwd + bwd + AdamW); {rounds} alternating rounds of {calls} steps per side; "
+          "ratio > 1: minipt faster", flush=True)
+    rows = []
+    for name in names:
+        config = dict(zip(keys.split(), sizes[name]))
+        tokens = tokens_per_step(config)
+        ref = torch_step(torch, *sizes[name]) if torch else None
+        cmp = alternate(minipt_step(*sizes[name]), ref, rounds=rounds, calls=calls)
+        row = {"size": name, "config": config, "minipt_tok_s": tokens / cmp.a_median}
+        if ref:
+            lo, hi = cmp.spread()
+            row.update(torch_tok_s=tokens / cmp.b_median, ratio=cmp.ratio, ratio_min=lo, ratio_max=hi, rounds=rounds)
+        rows.append(row)
+    print(f"{'size':<5} {'minipt tok/s':>12} {'torch tok/s':>12} {'ratio (min..max)':>19}")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})" if "ratio" in r else "-"
+        print(f"{r['size']:<5} {r['minipt_tok_s']:12,.0f} {fmt_rate(r.get('torch_tok_s'), 12)} {ratio:>19}")
+    return {"rows": rows, "torch": torch.__version__ if torch else None}
+
+
+def training_main(doc: str, sizes: dict, run) -> None:
+    """The command line of a training benchmark: --sizes, --rounds, --calls, --json."""
+    import argparse
+    import json
+    from pathlib import Path
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default=",".join(sizes))
+    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (pairs of ratios)")
+    ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
+    ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    args = ap.parse_args()
+    names = args.sizes.split(",")
+    for s in names:
+        if s not in sizes:
+            ap.error(f"--sizes: expected names from {sorted(sizes)}, got {s!r}")
+    out = run(names, args.rounds, args.calls)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str))
