@@ -55,8 +55,7 @@ from ..models.registry import Preset
 from ..objectives.common import IGNORE
 from ..train import TrainConfig, train
 from . import with_steps
-from .knowledge import _settings
-from .run_folder import check_out, clear_run_files
+from .run_folder import _settings, check_out, clear_run_files
 
 RUN_FILES = ("run.json", "checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
 

@@ -18,19 +18,12 @@ data must come with its truth).
 """
 from __future__ import annotations
 
-import json
-import shlex
-from pathlib import Path
-
 import numpy as np
 
 from ..core.module import eval_mode
 from ..objectives.common import IGNORE
 from ..train import TrainConfig, train
-from . import with_steps
-from .run_folder import check_out, clear_run_files
-
-RUN_FILES = ("run.json", "checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
+from .run_folder import train_generated
 
 
 def _accuracy(logits: np.ndarray, targets: np.ndarray) -> float:
@@ -95,59 +88,7 @@ def _vision_language(entry, p, seed):
     return model, get, evaluate, f"{p.data['pairs']} generated caption-scene pairs (half mismatched)"
 
 
-def _settings(out: Path, resume: bool, preset, steps, seed) -> tuple[str, int | None, int]:
-    """(preset, steps, seed) for this run: given (or defaults) for a new run; the saved
-    ones for a resume, where a different value given is refused by name."""
-    if not resume:
-        return preset or "toy", steps, 0 if seed is None else seed
-    saved_path = out / "run.json"
-    if not saved_path.is_file():
-        raise FileNotFoundError(f"--resume: {out} holds no run.json, so there is no run of this model to continue")
-    saved = json.loads(saved_path.read_text())
-    for name, given in (("preset", preset), ("steps", steps), ("seed", seed)):
-        if given is not None and given != saved[name]:
-            raise ValueError(f"--resume: the run in {out} has {name} {saved[name]!r}, not {given!r}; leave "
-                             f"--{name} out or start a new run")
-    return saved["preset"], saved["steps"], saved["seed"]
-
-
-def recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,
-           out_dir: str = "runs/ernie", seed: int | None = None, resume: bool = False, overwrite: bool = False,
-           progress: bool = True) -> dict:
-    if corpus:
-        raise ValueError(f"minipt train {entry.name} trains on generated data with known truth; --corpus is not "
-                         "supported")
-    out = Path(out_dir)
-    check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
-    preset, steps, seed = _settings(out, resume, preset, steps, seed)
-    if preset not in entry.presets:
-        raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
-    p = entry.presets[preset]
-    if overwrite:
-        clear_run_files(out, RUN_FILES)
-    out.mkdir(parents=True, exist_ok=True)
+def recipe(entry, preset: str | None = None, **options) -> dict:
     make = _ernie if entry.name == "ernie" else _vision_language
-    model, get_batch, evaluate, source = make(entry, p, seed)
-    if progress:
-        print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
-              f"{source}")
-    tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
-    if not resume:
-        (out / "run.json").write_text(json.dumps({"preset": preset, "steps": steps, "seed": seed}))
-    result = train(model, get_batch, tc, model_config=model.spec(), resume=resume)
-    summary = [f"pre-trained {result.step} steps in {result.seconds:.0f}s, final training loss "
-               f"{result.train_loss:.3f}"]
-    report = {"model": entry.name, "preset": preset, "steps": result.step, "total_steps": tc.steps,
-              "train_loss": result.train_loss, "seconds": round(result.seconds, 1),
-              "checkpoint": str(result.checkpoint), "plot": str(result.plot), "interrupted": result.interrupted}
-    if result.interrupted:
-        report["resume_command"] = f"minipt train {entry.name} --out {shlex.quote(str(out))} --resume"
-    else:
-        lines, found = evaluate(model)
-        summary += lines
-        report.update(found)
-    report["summary"] = summary
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    report["files"] = [str(q) for q in (out / "run.json", result.checkpoint, out / "metrics.jsonl", result.plot,
-                                         out / "report.json") if q is not None]
-    return report
+    return train_generated(entry, lambda e, p, seed, steps: make(e, p, seed), preset,
+                           why_no_corpus="trains on generated data with known truth", **options)

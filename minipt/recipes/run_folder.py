@@ -3,11 +3,18 @@
 A folder that already holds a run's files is refused unless the user says
 ``--resume`` (continue it) or ``--overwrite`` (replace those files; anything else in the
 folder stays). ``check_out`` runs before anything is read or written;
-``clear_run_files`` only once every other check has passed.
+``clear_run_files`` only once every other check has passed. ``train_generated`` is the
+whole run of a recipe on generated data (ERNIE, the VL models, UniLM, prefix LM, GLM):
+those rules, the saved settings a ``--resume`` must match, training and the report.
 """
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
+
+from ..train import TrainConfig, train
+from . import with_steps
 
 
 def check_out(out: Path, files: tuple[str, ...], *, resume: bool, overwrite: bool, can_resume: bool = True) -> None:
@@ -29,3 +36,68 @@ def clear_run_files(out: Path, files: tuple[str, ...]) -> None:
     """Remove the old run's ``files`` (and nothing else) before a new run is written."""
     for f in files:
         (out / f).unlink(missing_ok=True)
+
+
+GENERATED_RUN_FILES = ("run.json", "checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
+
+
+def _settings(out: Path, resume: bool, preset, steps, seed) -> tuple[str, int | None, int]:
+    """(preset, steps, seed) for this run: given (or defaults) for a new run; the saved
+    ones for a resume, where a different value given is refused by name."""
+    if not resume:
+        return preset or "toy", steps, 0 if seed is None else seed
+    saved_path = out / "run.json"
+    if not saved_path.is_file():
+        raise FileNotFoundError(f"--resume: {out} holds no run.json, so there is no run of this model to continue")
+    saved = json.loads(saved_path.read_text())
+    for name, given in (("preset", preset), ("steps", steps), ("seed", seed)):
+        if given is not None and given != saved[name]:
+            raise ValueError(f"--resume: the run in {out} has {name} {saved[name]!r}, not {given!r}; leave "
+                             f"--{name} out or start a new run")
+    return saved["preset"], saved["steps"], saved["seed"]
+
+
+def train_generated(entry, make, preset: str | None, *, why_no_corpus: str, corpus: str | None = None,
+                    steps: int | None = None, out_dir: str | None = None, seed: int | None = None,
+                    resume: bool = False, overwrite: bool = False, progress: bool = True) -> dict:
+    """The run of a recipe on generated data with known truth (ERNIE, the VL models, UniLM,
+    the prefix LM, GLM): folder rules, saved settings for ``--resume``, training, the
+    report. ``make(entry, preset, seed, steps)`` -> (model, get_batch, evaluate, source),
+    ``evaluate(model)`` -> (summary lines, figures); ``--corpus`` is refused with
+    ``why_no_corpus``."""
+    if corpus:
+        raise ValueError(f"minipt train {entry.name} {why_no_corpus}; --corpus is not supported")
+    out = Path(out_dir or f"runs/{entry.name}")
+    check_out(out, GENERATED_RUN_FILES, resume=resume, overwrite=overwrite)
+    preset, steps, seed = _settings(out, resume, preset, steps, seed)
+    if preset not in entry.presets:
+        raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
+    p = entry.presets[preset]
+    if overwrite:
+        clear_run_files(out, GENERATED_RUN_FILES)
+    out.mkdir(parents=True, exist_ok=True)
+    model, get_batch, evaluate, source = make(entry, p, seed, steps)
+    if progress:
+        print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
+              f"{source}")
+    tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
+    if not resume:
+        (out / "run.json").write_text(json.dumps({"preset": preset, "steps": steps, "seed": seed}))
+    result = train(model, get_batch, tc, model_config=model.spec(), resume=resume)
+    val = "" if result.val_loss is None else f", validation loss {result.val_loss:.3f}"
+    summary = [f"pre-trained {result.step} steps in {result.seconds:.0f}s, final training loss "
+               f"{result.train_loss:.3f}{val}"]
+    report = {"model": entry.name, "preset": preset, "steps": result.step, "total_steps": tc.steps,
+              "train_loss": result.train_loss, "val_loss": result.val_loss, "seconds": round(result.seconds, 1),
+              "checkpoint": str(result.checkpoint), "plot": str(result.plot), "interrupted": result.interrupted}
+    if result.interrupted:
+        report["resume_command"] = f"minipt train {entry.name} --out {shlex.quote(str(out))} --resume"
+    else:
+        lines, found = evaluate(model)
+        summary += lines
+        report.update(found)
+    report["summary"] = summary
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    report["files"] = [str(q) for q in (out / "run.json", result.checkpoint, out / "metrics.jsonl", result.plot,
+                                         out / "report.json") if q is not None]
+    return report

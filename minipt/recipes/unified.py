@@ -27,10 +27,7 @@ finished run. ``--corpus`` does not apply (the reports need the toy language's t
 """
 from __future__ import annotations
 
-import json
-import shlex
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
@@ -38,12 +35,9 @@ from ..core.module import eval_mode
 from ..models.registry import Preset
 from ..objectives.common import IGNORE
 from ..train import TrainConfig, train
-from . import with_steps
-from .knowledge import _settings
-from .run_folder import check_out, clear_run_files
+from .run_folder import train_generated
 
 PAD, SOS, EOS, MASK, START, END = "[PAD]", "[SOS]", "[EOS]", "[MASK]", "[START]", "[END]"
-RUN_FILES = ("run.json", "checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
 
 UNILM_PRESETS = {
     "toy": Preset(model=dict(max_position=32, n_layer=2, n_head=4, d_model=64, d_ff=256, dropout=0.0,
@@ -336,44 +330,6 @@ def _glm(entry, p, seed, steps=None):
 MAKERS = {"unilm": _unilm, "prefixlm": _prefixlm, "glm": _glm}
 
 
-def train_unified(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,
-                  out_dir: str | None = None, seed: int | None = None, resume: bool = False,
-                  overwrite: bool = False, progress: bool = True) -> dict:
-    if corpus:
-        raise ValueError(f"minipt train {entry.name} trains on the toy language, whose truth the report needs; "
-                         "--corpus is not supported")
-    out = Path(out_dir or f"runs/{entry.name}")
-    check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
-    preset, steps, seed = _settings(out, resume, preset, steps, seed)
-    if preset not in entry.presets:
-        raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
-    p = entry.presets[preset]
-    if overwrite:
-        clear_run_files(out, RUN_FILES)
-    out.mkdir(parents=True, exist_ok=True)
-    model, get_batch, evaluate, source = MAKERS[entry.name](entry, p, seed, steps)
-    if progress:
-        print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
-              f"{source}")
-    tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
-    if not resume:
-        (out / "run.json").write_text(json.dumps({"preset": preset, "steps": steps, "seed": seed}))
-    result = train(model, get_batch, tc, model_config=model.spec(), resume=resume)
-    val = f"{result.val_loss:.3f}" if result.val_loss is not None else "not evaluated"
-    summary = [f"pre-trained {result.step} steps in {result.seconds:.0f}s, final training loss "
-               f"{result.train_loss:.3f}, validation loss {val}"]
-    report = {"model": entry.name, "preset": preset, "steps": result.step, "total_steps": tc.steps,
-              "train_loss": result.train_loss, "val_loss": result.val_loss, "seconds": round(result.seconds, 1),
-              "checkpoint": str(result.checkpoint), "plot": str(result.plot), "interrupted": result.interrupted}
-    if result.interrupted:
-        report["resume_command"] = f"minipt train {entry.name} --out {shlex.quote(str(out))} --resume"
-    else:
-        lines, found = evaluate(model)
-        summary += lines
-        report.update(found)
-    report["summary"] = summary
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    report["files"] = [str(q) for q in (out / "run.json", result.checkpoint, out / "metrics.jsonl", result.plot,
-                                         out / "report.json") if q is not None]
-    return report
-
+def train_unified(entry, preset: str | None = None, **options) -> dict:
+    return train_generated(entry, MAKERS[entry.name], preset,
+                           why_no_corpus="trains on the toy language, whose truth the report needs", **options)

@@ -30,21 +30,21 @@ def test_short_run_reports_on_held_out_data(name, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_ctrl_c_then_resume_matches_an_uninterrupted_run(tmp_path, monkeypatch, capsys):
-    from minipt.recipes import knowledge
+    from minipt.recipes import run_folder
     whole, part = tmp_path / "whole", tmp_path / "part"
     assert main(["train", "visualbert", "--steps", "8", "--out", str(whole)]) == 0
-    real = knowledge.train
+    real = run_folder.train
 
     def interrupted(*args, **kw):
         def ctrl_c(step, record):
             if step == 4:
                 os.kill(os.getpid(), signal.SIGINT)
         return real(*args, **{**kw, "callback": ctrl_c})
-    monkeypatch.setattr(knowledge, "train", interrupted)
+    monkeypatch.setattr(run_folder, "train", interrupted)
     assert main(["train", "visualbert", "--steps", "8", "--out", str(part)]) == 130
     text = capsys.readouterr().out
     command = text.split("continue with `")[1].split("`")[0]
-    monkeypatch.setattr(knowledge, "train", real)
+    monkeypatch.setattr(run_folder, "train", real)
     assert main(["train", "visualbert", "--out", str(part), "--resume", "--steps", "9"]) == 2
     assert "has steps 8, not 9" in capsys.readouterr().err
     assert main(shlex.split(command)[1:]) == 0

@@ -38,20 +38,20 @@ def test_short_run_reports_on_held_out_data(name, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_ctrl_c_then_resume_matches_an_uninterrupted_run(tmp_path, monkeypatch, capsys):
-    from minipt.recipes import unified
+    from minipt.recipes import run_folder
     whole, part = tmp_path / "whole", tmp_path / "part"
     assert main(["train", "prefixlm", "--steps", "8", "--out", str(whole)]) == 0
-    real = unified.train
+    real = run_folder.train
 
     def interrupted(*args, **kw):
         def ctrl_c(step, record):
             if step == 4:
                 os.kill(os.getpid(), signal.SIGINT)
         return real(*args, **{**kw, "callback": ctrl_c})
-    monkeypatch.setattr(unified, "train", interrupted)
+    monkeypatch.setattr(run_folder, "train", interrupted)
     assert main(["train", "prefixlm", "--steps", "8", "--out", str(part)]) == 130
     command = capsys.readouterr().out.split("continue with `")[1].split("`")[0]
-    monkeypatch.setattr(unified, "train", real)
+    monkeypatch.setattr(run_folder, "train", real)
     assert main(shlex.split(command)[1:]) == 0
     a, b = (json.loads((d / "report.json").read_text()) for d in (whole, part))
     assert a["train_loss"] == b["train_loss"] and a["val_loss"] == b["val_loss"]
