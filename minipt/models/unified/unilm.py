@@ -36,19 +36,17 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.checks import check_ids, check_ndim
-from ...core.module import Module, eval_mode
-from ...nn.heads import MLMHead, Pooler
+from ...core.module import eval_mode
 from ...nn.kv_cache import KVCache
-from ...nn.linear import Linear
 from ...objectives.unified import UNILM_MODES, unilm_mask
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from ..encoder.bert import BertConfig, BertEncoder, perturbed
+from ..encoder.bert import BertConfig, BertForPreTraining, perturbed
 from ..protocol import IGNORE
 from ..registry import GradcheckCase, ModelEntry, register
 from .common import HiddenProbe, check_mask
 
 
-class UniLM(Module):
+class UniLM(BertForPreTraining):
     """``loss, logits = model(input_ids, token_type_ids, mask, mlm_labels, nsp_labels)``.
 
     mask: a mode name (one of ``UNILM_MODES``; "seq2seq" needs ``src_len``, the length of
@@ -59,26 +57,11 @@ class UniLM(Module):
     has_backward = True
 
     def __init__(self, config: BertConfig, *, rng: np.random.Generator, dtype=np.float32, name: str = "unilm"):
-        super().__init__()
-        self.name, self.config = name, config
-        c = config
-        self.encoder = BertEncoder(c, rng, dtype)
-        self.mlm = MLMHead(c.d_model, c.vocab_size, rng=rng, tied_to=self.encoder.embeddings.word_embeddings,
-                           embedding_size=c.embedding_size, activation=c.activation, eps=c.eps, dtype=dtype)
-        self.pooler = Pooler(c.d_model, rng=rng, dtype=dtype) if c.nsp else None
-        self.nsp = Linear(c.d_model, 2, rng=rng, std=0.02, dtype=dtype) if c.nsp else None
-        self._cache = None
+        super().__init__(config, rng=rng, dtype=dtype, name=name)    # BERT's encoder, MLM head, pooler, NSP
 
-    # -- the model protocol ----------------------------------------------------------
-    @property
-    def block_size(self) -> int:
-        return self.encoder.max_length
-
+    # -- the model protocol (block_size and spec as BERT's) -----------------------------
     def new_cache(self) -> KVCache:
         return KVCache(self.config.n_layer, max_length=self.block_size)
-
-    def spec(self) -> dict:
-        return {"model": self.name, **self.config.to_dict()}
 
     # -- forward / backward ----------------------------------------------------------
     def embed(self, input_ids, token_type_ids, start: int = 0) -> np.ndarray:
