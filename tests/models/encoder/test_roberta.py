@@ -77,6 +77,6 @@ def test_bad_input_is_refused_by_name():
     long = np.ones((1, 9), dtype=np.int64)                                     # 8 positions after the offset
     with pytest.raises(ValueError, match="sequence length 9 exceeds max_position 10 minus position_offset 2"):
         model(long)
-    with pytest.raises(ValueError, match="token_type_ids: expected segment ids 0 \(A\) to 0, got \[1\]"):
+    with pytest.raises(ValueError, match=r"token_type_ids: expected segment ids 0 \(A\) to 0, got \[1\]"):
         model(ids, np.ones_like(ids), mask, mlm)                               # one segment only
     assert roberta.tiny_batch()[0].shape == (2, 7)
