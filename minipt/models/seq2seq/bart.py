@@ -16,8 +16,8 @@ Pre-training for Natural Language Generation, Translation, and Comprehension").
   decoder reads the original shifted right behind ``decoder_start_id`` (teacher forcing)
   and predicts the original. Source padding (``pad_id``) is masked out of every key.
 - **Fine-tuning** (Sec. 3): sequence classification from the decoder's state at the final
-  token (the EOS), as ``BartForSequenceClassification`` (dense, tanh, out_proj);
-  token tagging from the decoder's top states; generation (``encode`` + ``decode`` with a
+  token (the EOS), as ``BartForSequenceClassification`` (dense, tanh, out_proj), and
+  token tagging from the decoder's top states, both in ``bart_heads.py``; generation (``encode`` + ``decode`` with a
   ``KVCache``: self-attention keys grow, cross-attention keys are computed once).
 
 Parameters (V vocab, P max_positions, C d_model, F d_ff; ``encoder.blocks.i`` and
@@ -50,10 +50,8 @@ from ...inference.seq2seq_decoding import Encoded
 from ...nn.dropout import Dropout
 from ...nn.embedding import Embedding
 from ...nn.kv_cache import KVCache
-from ...nn.linear import Linear
 from ...nn.norms import LayerNorm
 from ...nn.stack import TransformerStack
-from ...ops.activations import tanh_backward, tanh_forward
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.embedding import embedding_backward, embedding_forward
 from ...ops.linear import linear_backward, linear_forward
@@ -263,74 +261,6 @@ class Bart(Module):
         self.backward_hidden(dh)
 
 
-def eos_positions(ids: np.ndarray, eos_id: int) -> np.ndarray:
-    """The position of each row's last ``eos_id`` (B,); a row without one is an error."""
-    hit = ids == eos_id                                                                  # (B, T)
-    missing = np.flatnonzero(~hit.any(axis=1))
-    if missing.size:
-        raise ValueError(f"row {missing[0]} has no EOS (id {eos_id}); BART classifies from the final EOS")
-    return ids.shape[1] - 1 - np.argmax(hit[:, ::-1], axis=1)
-
-
-class BartClassifier(Module):
-    """Sequence classification (BART Sec. 3.1): the same ids into encoder and decoder,
-    the decoder's top state at the last EOS -> dense, tanh, out_proj -> (B, K) scores."""
-    has_backward = True
-
-    def __init__(self, bart: Bart, n_classes: int, *, rng: np.random.Generator):
-        super().__init__()
-        C, dtype = bart.config.d_model, bart.dtype
-        self.bart = bart
-        self.dense = Linear(C, C, rng=rng, dtype=dtype)                                  # (C, C)
-        self.out_proj = Linear(C, n_classes, rng=rng, dtype=dtype)                       # (K, C)
-        self._cache = None
-
-    def forward(self, ids: np.ndarray, labels: np.ndarray | None = None):
-        """ids (B, T) [, labels (B,)] -> loss (or None), logits (B, K)."""
-        check_ndim("ids", ids, 2)
-        h = self.bart.hidden(ids, self.bart.decoder_input(ids))                          # (B, T, C)
-        where = eos_positions(ids, self.bart.config.eos_id)                              # (B,)
-        z, act = tanh_forward(self.dense(h[np.arange(len(ids)), where]))                 # (B, C)
-        logits = self.out_proj(z)                                                        # (B, K)
-        loss = ce = None
-        if labels is not None:
-            loss, ce = cross_entropy_forward(logits, np.asarray(labels))
-        self._cache = (h.shape, where, act, ce)
-        return loss, logits
-
-    def backward(self, dloss: float = 1.0) -> None:
-        shape, where, act, ce = self._cache
-        dz = self.dense.backward(tanh_backward(self.out_proj.backward(cross_entropy_backward(dloss, ce)), act))
-        dh = np.zeros(shape, dtype=dz.dtype)                                             # (B, T, C)
-        dh[np.arange(shape[0]), where] = dz
-        self.bart.backward_hidden(dh)
-
-
-class BartTagger(Module):
-    """Token tagging (BART Sec. 3.2): the same ids into encoder and decoder, a linear layer
-    on the decoder's top state at each position -> (B, T, K) scores."""
-    has_backward = True
-
-    def __init__(self, bart: Bart, n_tags: int, *, rng: np.random.Generator):
-        super().__init__()
-        self.bart = bart
-        self.classifier = Linear(bart.config.d_model, n_tags, rng=rng, dtype=bart.dtype)   # (K, C)
-        self._cache = None
-
-    def forward(self, ids: np.ndarray, tags: np.ndarray | None = None):
-        """ids (B, T) [, tags (B, T), IGNORE where not scored] -> loss (or None), logits (B, T, K)."""
-        check_ndim("ids", ids, 2)
-        logits = self.classifier(self.bart.hidden(ids, self.bart.decoder_input(ids)))   # (B, T, K)
-        loss = ce = None
-        if tags is not None:
-            loss, ce = cross_entropy_forward(logits, np.asarray(tags))
-        self._cache = ce
-        return loss, logits
-
-    def backward(self, dloss: float = 1.0) -> None:
-        self.bart.backward_hidden(self.classifier.backward(cross_entropy_backward(dloss, self._cache)))
-
-
 # -- registry entry ------------------------------------------------------------------
 TINY = dict(vocab_size=11, max_positions=8, encoder_layers=1, decoder_layers=2, n_head=2, d_model=8, d_ff=12)
 
@@ -379,11 +309,13 @@ def _check_inputs():
 
 
 def tiny_classifier():
+    from .bart_heads import BartClassifier
     ids = np.array([[0, 5, 6, 2, 1, 1], [0, 8, 9, 4, 6, 2]])
     return BartClassifier(tiny_model(seed=3, decoder_layers=1), 3, rng=np.random.default_rng(4)).to(np.float64), (ids, np.array([2, 0]))
 
 
 def tiny_tagger():
+    from .bart_heads import BartTagger
     ids = np.array([[0, 5, 6, 2, 1, 1], [0, 8, 9, 4, 6, 2]])
     tags = np.array([[IGNORE, 1, 0, IGNORE, IGNORE, IGNORE], [IGNORE, 2, 2, 0, 1, IGNORE]])
     return BartTagger(tiny_model(seed=5, decoder_layers=1), 3, rng=np.random.default_rng(6)).to(np.float64), (ids, tags)

@@ -12,16 +12,14 @@ from minipt.inference.seq2seq_decoding import beam_search, greedy
 from minipt.models.protocol import IGNORE
 from minipt.models.seq2seq.bart import (
     Bart,
-    BartClassifier,
     BartConfig,
-    BartTagger,
-    eos_positions,
     shift_right,
     tiny,
     tiny_classifier,
     tiny_model,
     tiny_tagger,
 )
+from minipt.models.seq2seq.bart_heads import BartClassifier, BartTagger, eos_positions
 
 gelu = np.vectorize(lambda x: 0.5 * x * (1.0 + erf(x / sqrt(2.0))))
 
