@@ -54,13 +54,15 @@ def test_round_trip_is_bitwise(name, dtype, tmp_path):
     assert meta == {"format": "pt"} and ("lm_head.weight" in tensors) == (not model.config.tie_embeddings)
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "llama", "openai-gpt"])
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "openai-gpt", "xlnet", "bert", "roberta", "albert", "bart",
+                                  "t5_v1_0", "t5_v1_1"])
 def test_transformers_folder_survives_minipt_bitwise(arch, tmp_path):
-    """A folder transformers wrote -> minipt -> folder: the very same tensors and names."""
+    """A folder transformers wrote -> minipt -> folder: the very same tensors and names,
+    and the same config where both name a key (every single-folder fixture)."""
     save_pretrained(from_pretrained(FIXTURES / arch), tmp_path / "again")
     original, _ = read_file(FIXTURES / arch / "model.safetensors")
-    again, _ = read_file(tmp_path / "again" / "model.safetensors")
-    assert sorted(original) == sorted(again)
+    again, meta = read_file(tmp_path / "again" / "model.safetensors")
+    assert meta == {"format": "pt"} and sorted(original) == sorted(again)
     for name in original:
         assert original[name].dtype == again[name].dtype and original[name].tobytes() == again[name].tobytes(), name
     old = json.loads((FIXTURES / arch / "config.json").read_text())
