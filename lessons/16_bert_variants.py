@@ -29,7 +29,7 @@
 # All three are `minipt.models.encoder.*` files built on `bert.py`. For each change this
 # lesson shows the code doing what the paper says (against NumPy or by counting), checks
 # its gradients, and then measures the papers' claims at toy scale
-# (`minipt experiment bert_variants`). Shapes: `B` batch, `T` time, `V` vocabulary,
+# (`minipt experiment bert-variants`). Shapes: `B` batch, `T` time, `V` vocabulary,
 # `E` embedding size, `H` hidden size, `L` layers.
 
 # %%
@@ -235,7 +235,7 @@ assert result.passed
 
 # %% [markdown]
 # ## 4. The claims at toy scale
-# `minipt experiment bert_variants` (below at its `quick` budget) pre-trains encoders of
+# `minipt experiment bert-variants` (below at its `quick` budget) pre-trains encoders of
 # one size (2 layers, $H$ 32, 4 heads) on toy stories: each story keeps one protagonist and
 # moves along a fixed cycle of places, so the next sentence shares the subject (an NSP cue)
 # and the order of places tells which segment came first (the SOP cue).

@@ -221,7 +221,7 @@ budget.stated("MASS k = m loss", mass_loss["k = m"], "2.0")
 # easy ones (`.` after a noun phrase, `the` at the start) included. At the full budget the
 # held-out loss comes out at 3.1 nats per predicted token for $k = 1$, 2.3 for $k = m/2$
 # and 2.0 for $k = m$: per-token losses of different targets, not a ranking of objectives. What ranks
-# objectives is a downstream task at equal compute: `minipt experiment bart_noises` fine-
+# objectives is a downstream task at equal compute: `minipt experiment bart-noises` fine-
 # tunes a BART per noise and a MASS per $k$ on toy summarisation and reports their test
 # loss and exact match side by side.
 #
@@ -250,4 +250,4 @@ for entry_name in ("bart", "mass"):
 # **Exercises.** (1) Pre-train with token masking (or infilling + permutation) instead and compare
 # the rebuilt rates.
 # (2) Fine-tune the trained BART as a classifier (`BartClassifier`) on the toy sentiment
-# task. (3) Run `minipt experiment bart_noises --budget quick` and read which noise wins.
+# task. (3) Run `minipt experiment bart-noises --budget quick` and read which noise wins.

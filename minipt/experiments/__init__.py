@@ -17,9 +17,9 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                 "BERT pre-trained with token, whole-word, span and phrase masking; downstream span QA"),
     "multimodal": ("minipt.experiments.multimodal",
                    "single- vs two-stream vision-language models, pre-trained vs not: retrieval and VQA"),
-    "bert_variants": ("minipt.experiments.bert_variants",
+    "bert-variants": ("minipt.experiments.bert_variants",
                       "RoBERTa's static vs dynamic masking and NSP ablation, ALBERT's NSP vs SOP, ELECTRA vs BERT"),
-    "bart_noises": ("minipt.experiments.bart_noises",
+    "bart-noises": ("minipt.experiments.bart_noises",
                     "BART's five noises (and none, infilling+permutation) and MASS's k = 1, m/2, m, "
                     "fine-tuned on toy summarisation at equal compute"),
     "architectures": ("minipt.experiments.architectures",

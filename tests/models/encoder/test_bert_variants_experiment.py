@@ -25,7 +25,7 @@ def test_train_flops_against_a_hand_count():
 
 @pytest.mark.slow
 def test_tiny_budget_runs_every_comparison():
-    assert "bert_variants" in experiments.EXPERIMENTS and experiments.get("bert_variants") is bv
+    assert "bert-variants" in experiments.EXPERIMENTS and experiments.get("bert-variants") is bv
     out = bv.run("tiny", progress=False)
     comparisons = [r["comparison"] for r in out["rows"]]
     assert comparisons == ["masking"] * 2 + ["nsp"] * 3 + ["nsp vs sop"] * 4 + ["electra"] * 2
