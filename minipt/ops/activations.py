@@ -30,44 +30,50 @@ def gelu_tanh_backward_numpy(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _K * (1.0 + 3.0 * _A * x * x))
 
 
-def gelu_tanh_forward(x: np.ndarray):
+def _flat_forward(kernel: str, twin, x: np.ndarray):
+    """An element-wise activation over x flattened: the Numba ``kernel`` or its NumPy
+    ``twin``; the cache is the flat input."""
     check_float("x", x)
-    flat = np.ascontiguousarray(x).reshape(-1)
-    fn = kernels.get("gelu_tanh_forward") or gelu_tanh_forward_numpy
-    return fn(flat).reshape(x.shape), flat
+    flat = np.ascontiguousarray(x).reshape(-1)                                       # (N,)
+    return (kernels.get(kernel) or twin)(flat).reshape(x.shape), flat
+
+
+def _flat_backward(kernel: str, twin, dy: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    dy_flat = np.ascontiguousarray(dy, dtype=flat.dtype).reshape(-1)                 # (N,)
+    return (kernels.get(kernel) or twin)(dy_flat, flat).reshape(dy.shape)
+
+
+def gelu_tanh_forward(x: np.ndarray):
+    return _flat_forward("gelu_tanh_forward", gelu_tanh_forward_numpy, x)
 
 
 def gelu_tanh_backward(dy: np.ndarray, cache) -> np.ndarray:
-    flat = cache
-    fn = kernels.get("gelu_tanh_backward") or gelu_tanh_backward_numpy
-    return fn(np.ascontiguousarray(dy, dtype=flat.dtype).reshape(-1), flat).reshape(dy.shape)
+    return _flat_backward("gelu_tanh_backward", gelu_tanh_backward_numpy, dy, cache)
+
+
+def _phi_cdf(x: np.ndarray) -> np.ndarray:
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2 in x's dtype (Python's erf, one element at a time)."""
+    return (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
 
 
 def gelu_forward_numpy(x: np.ndarray) -> np.ndarray:
-    """Exact GELU x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2: x (N,) -> y (N,)."""
-    cdf = (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
-    return x * cdf
+    """Exact GELU x * Phi(x): x (N,) -> y (N,)."""
+    return x * _phi_cdf(x)
 
 
 def gelu_backward_numpy(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     """dy, x (N,) -> dx (N,) = dy (Phi(x) + x phi(x))."""
-    cdf = (0.5 * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))).astype(x.dtype)
     pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-    return dy * (cdf + x * pdf)
+    return dy * (_phi_cdf(x) + x * pdf)
 
 
 def gelu_forward(x: np.ndarray):
     """Exact GELU (BERT): the Numba kernel ``kernels/gelu_erf.py`` or the NumPy twin."""
-    check_float("x", x)
-    flat = np.ascontiguousarray(x).reshape(-1)
-    fn = kernels.get("gelu_forward") or gelu_forward_numpy
-    return fn(flat).reshape(x.shape), flat
+    return _flat_forward("gelu_forward", gelu_forward_numpy, x)
 
 
 def gelu_backward(dy: np.ndarray, cache) -> np.ndarray:
-    flat = cache
-    fn = kernels.get("gelu_backward") or gelu_backward_numpy
-    return fn(np.ascontiguousarray(dy, dtype=flat.dtype).reshape(-1), flat).reshape(dy.shape)
+    return _flat_backward("gelu_backward", gelu_backward_numpy, dy, cache)
 
 
 def relu_forward(x: np.ndarray):
