@@ -16,6 +16,12 @@ beside one single-threaded process and 5-7x beside a two-threaded one
    threads than there are free cores (they run one after the other, never together).
 4. **A count set by hand stands**: inside a ``threadpoolctl.threadpool_limits`` block or
    after ``numba.set_num_threads``, the policy leaves the pools alone.
+5. **No spinning between calls**: after each call OpenBLAS's worker threads spin for
+   2^28 cycles (about 0.1 s) before they sleep, so a Numba kernel that follows a matmul
+   shares its cores with them. In a GPT L step the attention kernels took 157 ms instead
+   of 125 ms (median of 24 steps, beside the same steps with the short spin). The spin is
+   cut to 2^SPIN_EXPONENT cycles when the pools are first set up
+   (``short_blas_spin``), unless ``OPENBLAS_THREAD_TIMEOUT`` is set by hand.
 
 ``refresh()`` applies it and is cheap to call often (it re-reads the load at most every
 ``INTERVAL`` seconds); ``minipt.kernels.get`` calls it, so every op keeps it current.
@@ -28,6 +34,7 @@ import time
 from contextlib import contextmanager
 
 INTERVAL = 0.5          # seconds between two readings of the machine's load
+SPIN_EXPONENT = 18      # OpenBLAS workers spin 2^18 cycles (about 0.1 ms) after a call, then sleep
 
 _state = {"next": 0.0, "stat": None, "cpu": None, "wall": None, "threads": None, "blas": None, "held": 0}
 
@@ -96,7 +103,37 @@ def _blas():
         mine = [lib for lib in ctl.lib_controllers
                 if lib.user_api == "blas" and (lib.filepath.startswith(numpy_dir) or "numpy" in lib.filepath)]
         _state["blas"] = mine or [lib for lib in ctl.lib_controllers if lib.user_api == "blas"]
+        short_blas_spin(_state["blas"])
     return _state["blas"]
+
+
+def short_blas_spin(libs, exponent: int = SPIN_EXPONENT) -> bool:
+    """Make OpenBLAS's idle worker threads sleep after 2^exponent cycles of spinning
+    instead of 2^28; returns True when it was applied. OpenBLAS reads its spin time
+    (``OPENBLAS_THREAD_TIMEOUT``) from the environment when its threads start, so the
+    variable is set for the moment of ``openblas_read_env`` and the threads are shut
+    down, to start again with it at the next call. Left alone: a timeout set by hand,
+    a BLAS other than OpenBLAS, an OpenBLAS without these two entry points."""
+    import ctypes
+    if "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        return False
+    applied = False
+    for lib in libs:
+        if lib.internal_api != "openblas":
+            continue
+        try:
+            dll = ctypes.CDLL(lib.filepath)
+            read_env, shutdown = dll.openblas_read_env, dll.blas_thread_shutdown_
+        except (OSError, AttributeError):
+            continue
+        os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(int(exponent))
+        try:
+            read_env()
+        finally:
+            del os.environ["OPENBLAS_THREAD_TIMEOUT"]
+        shutdown()
+        applied = True
+    return applied
 
 
 def blas_threads() -> int:

@@ -141,3 +141,43 @@ def test_a_process_pinned_to_one_cpu_runs_every_pool_on_one_thread():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**env, "MINIPT_THREADS": "0"}).stdout.split()
     assert out == ["1", "1"]
+
+
+_IDLE_CPU = textwrap.dedent("""
+    import time, numpy as np
+    from minipt.kernels import threads
+    from minipt.ops.norms import layer_norm_forward
+    x = np.ones((4, 8), np.float32)
+    layer_norm_forward(x, np.ones(8, np.float32), np.zeros(8, np.float32))   # the policy starts
+    a = np.ones((512, 512), np.float32)
+    idle = []
+    for _ in range(3):
+        a @ a                                           # a GEMM on every BLAS thread
+        c0 = time.process_time()
+        time.sleep(0.05)                                # then nothing for 50 ms
+        idle.append(time.process_time() - c0)
+    print(threads.blas_threads(), min(idle))
+    """)
+
+
+@pytest.mark.skipif(CPUS < 2, reason="needs 2 CPUs for an OpenBLAS worker thread")
+def test_blas_threads_sleep_soon_after_a_matmul():
+    """Once the policy has set the pools up, OpenBLAS's workers stop spinning within
+    about 0.1 ms of a call: 50 ms of idling after a GEMM costs the process almost no
+    CPU time (with OpenBLAS's own 2^28-cycle spin, one worker burns about the whole
+    50 ms). Skipped unless NumPy's BLAS is an OpenBLAS with the entry points used."""
+    if not any(lib.internal_api == "openblas" for lib in threads._blas()):
+        pytest.skip("NumPy's BLAS is not OpenBLAS")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "MINIPT_THREADS")}
+    n, idle = subprocess.run([sys.executable, "-c", _IDLE_CPU], capture_output=True, text=True, check=True,
+                             env=env).stdout.split()
+    if int(n) < 2:
+        pytest.skip("the policy chose one BLAS thread (a busy machine): no worker to watch")
+    assert float(idle) < 0.010, f"{float(idle) * 1e3:.1f} ms of CPU while idle for 50 ms: BLAS threads spin"
+
+
+def test_a_spin_time_set_by_hand_stands(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
+    assert threads.short_blas_spin(threads._blas()) is False
+    assert os.environ["OPENBLAS_THREAD_TIMEOUT"] == "28"
