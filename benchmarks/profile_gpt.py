@@ -29,7 +29,8 @@ from minipt.optim import AdamW  # noqa: E402
 
 PARTS = (  # (part, substrings of "file:function"), first match wins
     ("matmul (BLAS)", ("ops/linear.py",)),
-    ("attention", ("ops/attention.py", "kernels/attention.py", "kernels/softmax.py", "ops/softmax.py")),
+    ("attention", ("ops/attention.py", "kernels/attention.py", "kernels/fused_attention.py", "kernels/softmax.py",
+                   "ops/softmax.py")),
     ("layernorm", ("ops/norms.py", "kernels/layernorm.py")),
     ("gelu", ("ops/activations.py", "kernels/gelu.py")),
     ("cross-entropy", ("ops/cross_entropy.py",)),

@@ -30,7 +30,8 @@ def qkv_views(B, H, T, S, D, dtype, seed=0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("T,S,D", [(1, 1, 8), (5, 5, 8), (2, 6, 4), (17, 17, 19), (9, 20, 16), (24, 24, 32)])
+@pytest.mark.parametrize("T,S,D", [(1, 1, 8), (5, 5, 8), (2, 6, 4), (17, 17, 19), (9, 20, 16), (24, 24, 32),
+                                   (70, 150, 8), (130, 130, 12)])   # several row tiles and key blocks
 def test_kernel_matches_numpy_twin(T, S, D, causal, dtype):
     q, k, v, dout = qkv_views(2, 3, T, S, D, dtype)
     scale = 1 / math.sqrt(D)
