@@ -27,8 +27,8 @@ from .softmax import softmax_backward
 # The fast path (no mask but causal, no bias, no dropout, S >= T) has two Numba versions:
 # "kernel", the whole attention per (batch, head) in minipt.kernels.fused_attention, and
 # "blas", stacked BLAS matmuls around the softmax kernels of minipt.kernels.attention.
-# "kernel" won at the GPT sizes S, M and L (single-thread CPU time, fwd+bwd: 5.0 vs 8.3,
-# 19.9 vs 23.2 and 35.7 vs 53.5 ms); "blas" stays as its twin in the tests.
+# "kernel" won at the GPT sizes S, M and L (single thread, fwd+bwd, median of 15 alternating
+# rounds: 1.9 vs 2.7, 8.4 vs 12.9 and 19.6 vs 35.7 ms); "blas" stays as its twin in the tests.
 FAST_PATH = "kernel"
 
 
