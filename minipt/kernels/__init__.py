@@ -15,15 +15,40 @@ from . import threads
 
 ENABLED = os.environ.get("MINIPT_NUMBA", "1") != "0"
 
+GOMP_SPINCOUNT = "10000"   # OpenMP threads spin about 10,000 times (tens of microseconds), then sleep
+
+
+def _gomp_loaded() -> bool:
+    """True when a GNU OpenMP runtime is already in this process (torch brings one): it
+    read its spin setting when it loaded, so setting ours now would change nothing."""
+    try:
+        with open("/proc/self/maps") as f:
+            return "libgomp" in f.read()
+    except OSError:
+        return True
+
+
 if ENABLED and "NUMBA_THREADING_LAYER" not in os.environ:
-    # Numba's default OpenMP layer keeps its threads spinning after each parallel loop;
-    # on 2 cores they then fight OpenBLAS's threads between every matmul and kernel, and
-    # a Transformer block ran 2x slower than with the NumPy twins. The workqueue layer
-    # sleeps between loops (measured in benchmarks/bench_block.py). Set
-    # NUMBA_THREADING_LAYER yourself to choose another.
+    # Numba's threads. Its OpenMP layer wakes its threads fastest: on this 2-core VM the
+    # workqueue layer's sleeping threads made a fused-attention call at GPT M take 2.6 ms
+    # (median) against 1.6 ms at best, while OpenMP's median was its best, 1.5 ms. But
+    # OpenMP threads spin 300,000 times after each loop (about 9 ms of CPU after every
+    # kernel, measured), and on 2 cores that spin fights OpenBLAS's threads in the next
+    # matmul. With GOMP_SPINCOUNT=10000 (0.3-1.8 ms of CPU) a GPT M step took 113-155 ms
+    # against 141-172 ms on workqueue (medians of 4 pairs of runs) and L 383-460 against
+    # 424-457 ms (3 pairs; the sizes of benchmarks/bench_gpt.py). The spin count is read when libgomp loads, so it is set
+    # here, before Numba starts its threads; if a libgomp is already loaded (torch imported
+    # first) or Numba finds no OpenMP, the workqueue layer runs instead. Set
+    # NUMBA_THREADING_LAYER yourself to choose another (workqueue if your program forks
+    # after training: GNU OpenMP is not fork-safe).
     import numba
 
-    numba.config.THREADING_LAYER = "workqueue"
+    if "GOMP_SPINCOUNT" in os.environ or not _gomp_loaded():
+        os.environ.setdefault("GOMP_SPINCOUNT", GOMP_SPINCOUNT)
+        numba.config.THREADING_LAYER_PRIORITY = ["omp", "workqueue", "tbb"]
+        numba.config.THREADING_LAYER = "default"
+    else:
+        numba.config.THREADING_LAYER = "workqueue"
 
 # op-facing name -> "module:function" inside this package
 KERNELS: dict[str, str] = {

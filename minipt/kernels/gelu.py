@@ -18,7 +18,7 @@ rounding) and 2^n built from its exponent bits. float64 (gradchecks) uses ``np.t
 as the twin does, to agree with it within 1e-12. ``error_model="numpy"`` drops Python's
 division-by-zero check, which would otherwise keep the loop from vectorising.
 
-Serial, not ``prange``: with Numba's workqueue threads (what ``minipt.kernels`` selects)
+Serial, not ``prange``: with Numba's workqueue threads (the layer minipt used when measured)
 the serial loop was faster than a ``prange`` one on 2 cores up to N * 4C = 4096 x 3072
 elements, because the output is a fresh array whose first touch costs as much as the
 arithmetic (into a preallocated output, threads pay off only above ~3M elements).

@@ -14,7 +14,7 @@ limited to reassociation and FMA contraction: it lets LLVM vectorise the sums an
 inf/NaN semantics. ``error_model="numpy"`` drops Python's division-by-zero check, which
 would otherwise stop LLVM from vectorising any loop with a division.
 
-Serial, not ``prange``: with Numba's workqueue threads (what ``minipt.kernels`` selects)
+Serial, not ``prange``: with Numba's workqueue threads (the layer minipt used when measured)
 the serial loop was faster than a ``prange`` one at every size measured on 2 cores,
 N up to 4096 rows and C up to 768 (3.7x at 1024 x 64, 1.1x at 4096 x 768).
 """

@@ -20,7 +20,12 @@ import numpy as np
 
 from ..core import init
 from ..core.module import Module
-from ..ops.activations import relu_backward, relu_forward, sigmoid_backward, sigmoid_forward
+from ..ops.activations import (
+    relu_backward,
+    relu_forward,
+    sigmoid_backward,
+    sigmoid_forward,
+)
 from ..ops.conv1d import conv1d_backward, conv1d_forward
 from .embedding import Embedding
 from .linear import Linear

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 from ..core.checks import check_positive_int as _positive
 from ..ops.attention import combine_masks as combine  # noqa: F401  (the one AND of masks)
 

@@ -18,11 +18,9 @@ import math
 
 import numpy as np
 
-
 from .. import kernels
 from ..core.checks import check_same_dtype
 from .softmax import softmax_backward
-
 
 # The fast path (no mask but causal, no bias, no dropout, S >= T) has two Numba versions:
 # "kernel", the whole attention per (batch, head) in minipt.kernels.fused_attention, and

@@ -181,3 +181,58 @@ def test_a_spin_time_set_by_hand_stands(monkeypatch):
     monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
     assert threads.short_blas_spin(threads._blas()) is False
     assert os.environ["OPENBLAS_THREAD_TIMEOUT"] == "28"
+
+
+_KERNEL_IDLE_CPU = textwrap.dedent("""
+    import time, numba, numpy as np
+    from minipt import kernels
+    q = np.ones((8, 6, 256, 32), np.float32)                # B, H, T, D: a prange over 48 heads
+    attend = kernels.get("fused_attention_forward")
+    attend(q, q, q, 0.1, True)
+    idle = []
+    for _ in range(3):
+        attend(q, q, q, 0.1, True)
+        c0 = time.process_time()
+        time.sleep(0.05)                                    # then nothing for 50 ms
+        idle.append(time.process_time() - c0)
+    print(numba.threading_layer(), numba.get_num_threads(), min(idle))
+    """)
+
+
+@pytest.mark.skipif(CPUS < 2, reason="needs 2 CPUs for a Numba worker thread")
+def test_numba_threads_sleep_soon_after_a_kernel():
+    """Numba runs on OpenMP with a short spin (GOMP_SPINCOUNT=10000): after a parallel
+    kernel its idle threads stop burning CPU within about a millisecond. OpenMP's own
+    spin (300,000 turns) costs about 9 ms of CPU after every kernel here."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY",
+                        "MINIPT_THREADS")}
+    layer, n, idle = subprocess.run([sys.executable, "-c", _KERNEL_IDLE_CPU], capture_output=True, text=True,
+                                    check=True, env=env).stdout.split()
+    if int(n) < 2:
+        pytest.skip("the policy chose one thread (a busy machine): no worker to watch")
+    assert layer in ("omp", "workqueue")
+    assert float(idle) < 0.005, f"{float(idle) * 1e3:.1f} ms of CPU while idle for 50 ms: {layer} threads spin"
+
+
+def test_openmp_layer_with_short_spin_unless_a_libgomp_came_first():
+    code = textwrap.dedent("""
+        import ctypes, os, sys
+        if sys.argv[1] == "preloaded":
+            ctypes.CDLL("libgomp.so.1")                     # as torch brings its own
+        import numba
+        import minipt.kernels
+        print(numba.config.THREADING_LAYER, os.environ.get("GOMP_SPINCOUNT"))
+        """)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_THREADING_LAYER", "GOMP_SPINCOUNT")}
+    run = [sys.executable, "-c", code]
+    try:
+        pre = subprocess.run(run + ["preloaded"], capture_output=True, text=True, check=True, env=env).stdout
+    except subprocess.CalledProcessError:
+        pytest.skip("no libgomp.so.1 on this machine")
+    assert pre.split() == ["workqueue", "None"]
+    fresh = subprocess.run(run + ["fresh"], capture_output=True, text=True, check=True, env=env).stdout
+    assert fresh.split() == ["default", "10000"]            # "default" follows omp, workqueue, tbb
+    mine = subprocess.run(run + ["fresh"], capture_output=True, text=True, check=True,
+                          env={**env, "NUMBA_THREADING_LAYER": "workqueue"}).stdout
+    assert mine.split() == ["workqueue", "None"]            # a layer set by hand stands

@@ -35,9 +35,8 @@ from ...ops.activations import tanh_backward, tanh_forward
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.embedding import embedding_backward, embedding_forward
 from ...ops.linear import linear_backward, linear_forward
-from ..protocol import IGNORE
+from ..protocol import IGNORE, log_prob_from_loss
 from ..registry import ModelEntry, Preset, register
-from ..protocol import log_prob_from_loss
 
 
 class NNLM(Module):

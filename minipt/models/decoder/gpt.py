@@ -51,8 +51,8 @@ from ...nn.stack import TransformerStack
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.linear import linear_backward, linear_forward
 from ...recipes.char_lm import CHAR_PRESETS, train_char_lm
-from ..registry import ModelEntry, register
 from ..protocol import log_prob_from_loss
+from ..registry import ModelEntry, register
 
 
 @dataclass
