@@ -36,9 +36,10 @@ if ENABLED and "NUMBA_THREADING_LAYER" not in os.environ:
     # kernel, measured), and on 2 cores that spin fights OpenBLAS's threads in the next
     # matmul. With GOMP_SPINCOUNT=10000 (0.3-1.8 ms of CPU) a GPT M step took 113-155 ms
     # against 141-172 ms on workqueue (medians of 4 pairs of runs) and L 383-460 against
-    # 424-457 ms (3 pairs; the sizes of benchmarks/bench_gpt.py). The spin count is read when libgomp loads, so it is set
-    # here, before Numba starts its threads; if a libgomp is already loaded (torch imported
-    # first) or Numba finds no OpenMP, the workqueue layer runs instead. Set
+    # 424-457 ms (3 pairs; the sizes of benchmarks/bench_gpt.py). The spin count is read
+    # when libgomp loads, so it is set here (and stays in the environment), before Numba
+    # starts its threads; if a libgomp is already loaded (torch imported first) or Numba
+    # finds no OpenMP, the workqueue layer runs instead. Set
     # NUMBA_THREADING_LAYER yourself to choose another (workqueue if your program forks
     # after training: GNU OpenMP is not fork-safe).
     import numba
