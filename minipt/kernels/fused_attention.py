@@ -155,6 +155,17 @@ def _softmax_row(row, n):
     row[n:] = zero
 
 
+@numba.njit(cache=True, inline="always")
+def _tile_dots(out, mb, rows, i0, i1, S, T, causal, blocks):
+    """out[i - i0] += rows[i - i0] @ M for the tile's rows i0 <= i < i1, a key block at a
+    time: M^T blocked as mb (S'/KEYS, D, KEYS), rows (ROWS, S'), out (ROWS, D)."""
+    for jb in range(blocks):
+        for i in range(i0, i1):
+            w = min(KEYS, _keys(i, S, T, causal) - jb * KEYS)
+            if w > 0:
+                _dots(out[i - i0], mb[jb], rows[i - i0, jb * KEYS:jb * KEYS + w], w)
+
+
 def _forward(q, k, v, scale, causal, out, p):
     B, H, T, D = q.shape
     S = k.shape[2]
@@ -183,11 +194,7 @@ def _forward(q, k, v, scale, causal, out, p):
             for i in range(i0, i1):
                 _softmax_row(rows[i - i0], i + S - T + 1 if causal else S)
             o[:] = zero
-            for jb in range(blocks):                              # O = P V
-                for i in range(i0, i1):
-                    w = min(KEYS, _keys(i, S, T, causal) - jb * KEYS)
-                    if w > 0:
-                        _dots(o[i - i0], vb[jb], rows[i - i0, jb * KEYS:jb * KEYS + w], w)
+            _tile_dots(o, vb, rows, i0, i1, S, T, causal, blocks)       # O = P V
             for i in range(i0, i1):
                 out[b, h, i, :] = o[i - i0]
                 p[b, h, i, :] = rows[i - i0, :S]
@@ -236,11 +243,7 @@ def _backward(dout, q, k, v, p, scale, causal, dq, dk, dv):
                 for j in range(nblock):
                     dr[j] = pr[j] * (dr[j] - dot) * sc            # 0 where p = 0
             dqb[:] = zero
-            for jb in range(blocks):                              # dQ = dS K
-                for i in range(i0, i1):
-                    w = min(KEYS, _keys(i, S, T, causal) - jb * KEYS)
-                    if w > 0:
-                        _dots(dqb[i - i0], kb[jb], ds[i - i0, jb * KEYS:jb * KEYS + w], w)
+            _tile_dots(dqb, kb, ds, i0, i1, S, T, causal, blocks)       # dQ = dS K
             for i in range(i0, i1):
                 dq[b, h, i, :] = dqb[i - i0]
             for jb in range(blocks):                              # dK += dS^T Q, dV += P^T dO
