@@ -118,9 +118,15 @@ def _padded(n):
 
 
 @numba.njit(cache=True, inline="always")
+def _seen(i, S, T, causal):
+    """Keys query row i sees."""
+    return i + S - T + 1 if causal else S
+
+
+@numba.njit(cache=True, inline="always")
 def _keys(i, S, T, causal):
     """Keys query row i sees, rounded up to a multiple of 8."""
-    return _padded(i + S - T + 1 if causal else S)
+    return _padded(_seen(i, S, T, causal))
 
 
 @numba.njit(cache=True, inline="always")
@@ -156,6 +162,17 @@ def _softmax_row(row, n):
 
 
 @numba.njit(cache=True, inline="always")
+def _tile_row_times(out, mb, xs, i0, i1, S, T, causal, blocks):
+    """out[i - i0, :n_i'] += xs[i - i0] @ M[:, :n_i'] for the tile's rows i0 <= i < i1, a key
+    block at a time: M blocked as mb (S'/KEYS, D, KEYS), xs (ROWS, D), out (ROWS, S')."""
+    for jb in range(blocks):
+        for i in range(i0, i1):
+            w = min(KEYS, _keys(i, S, T, causal) - jb * KEYS)
+            if w > 0:
+                _row_times(out[i - i0, jb * KEYS:jb * KEYS + w], xs[i - i0], mb[jb], w)
+
+
+@numba.njit(cache=True, inline="always")
 def _tile_dots(out, mb, rows, i0, i1, S, T, causal, blocks):
     """out[i - i0] += rows[i - i0] @ M for the tile's rows i0 <= i < i1, a key block at a
     time: M^T blocked as mb (S'/KEYS, D, KEYS), rows (ROWS, S'), out (ROWS, D)."""
@@ -183,16 +200,12 @@ def _forward(q, k, v, scale, causal, out, p):
             for i in range(i0, i1):
                 for d in range(D):
                     qs[i - i0, d] = q[b, h, i, d] * sc
-            blocks = (_keys(i1 - 1, S, T, causal) + KEYS - 1) // KEYS
-            for jb in range(blocks):                              # scores = Q K^T, a key block at a time
-                for i in range(i0, i1):
-                    w = min(KEYS, _keys(i, S, T, causal) - jb * KEYS)
-                    if w > 0:
-                        seg = rows[i - i0, jb * KEYS:jb * KEYS + w]
-                        seg[:] = zero
-                        _row_times(seg, qs[i - i0], kb[jb], w)
+            nblock = _keys(i1 - 1, S, T, causal)                  # columns the tile touches
+            blocks = (nblock + KEYS - 1) // KEYS
+            rows[:, :nblock] = zero
+            _tile_row_times(rows, kb, qs, i0, i1, S, T, causal, blocks)   # scores = Q K^T
             for i in range(i0, i1):
-                _softmax_row(rows[i - i0], i + S - T + 1 if causal else S)
+                _softmax_row(rows[i - i0], _seen(i, S, T, causal))
             o[:] = zero
             _tile_dots(o, vb, rows, i0, i1, S, T, causal, blocks)       # O = P V
             for i in range(i0, i1):
@@ -228,17 +241,13 @@ def _backward(dout, q, k, v, p, scale, causal, dq, dk, dv):
             pb[:, :nblock] = zero
             ds[:, :nblock] = zero
             for i in range(i0, i1):
-                n = i + S - T + 1 if causal else S
+                n = _seen(i, S, T, causal)
                 pb[i - i0, :n] = p[b, h, i, :n]
-            for jb in range(blocks):                              # dP = dO V^T
-                for i in range(i0, i1):
-                    w = min(KEYS, _keys(i, S, T, causal) - jb * KEYS)
-                    if w > 0:
-                        _row_times(ds[i - i0, jb * KEYS:jb * KEYS + w], gg[i], vb[jb], w)
+            _tile_row_times(ds, vb, gg[i0:i0 + ROWS], i0, i1, S, T, causal, blocks)   # dP = dO V^T
             for i in range(i0, i1):                               # dS = scale P (dP - sum_j dP P)
                 pr, dr = pb[i - i0], ds[i - i0]
                 dot = zero
-                for j in range(i + S - T + 1 if causal else S):
+                for j in range(_seen(i, S, T, causal)):
                     dot += dr[j] * pr[j]
                 for j in range(nblock):
                     dr[j] = pr[j] * (dr[j] - dot) * sc            # 0 where p = 0
