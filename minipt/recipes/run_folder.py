@@ -74,7 +74,7 @@ def run_settings(entry, out: Path, resume: bool, preset, steps, seed) -> tuple[s
     total = saved["steps"] if saved["steps"] is not None else entry.presets[saved["preset"]].train.get("steps")
     for name, given, had in (("preset", preset, saved["preset"]), ("steps", steps, total), ("seed", seed, saved["seed"])):
         if given is not None and given != had:
-            raise ValueError(f"--resume: the run in {out} has --{name} {had}, not {given}; a resumed run keeps its "
+            raise ValueError(f"--resume: the run in {out} has {name} {had}, not {given}; a resumed run keeps its "
                              f"settings: leave --{name} out, or give another --out for a new run")
     return saved["preset"], saved["steps"], saved["seed"]
 
