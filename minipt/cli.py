@@ -41,7 +41,12 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from .models import registry
 
+    trainable = registry.trainable()
+    if args.model not in {e.name for e in registry.entries()}:
+        raise ValueError(f"unknown model {args.model!r}; `minipt train` offers {', '.join(e.name for e in trainable)}")
     entry = registry.get(args.model)
+    if entry not in trainable:
+        raise ValueError(f"{entry.name} has no preset to train: {entry.no_preset or 'none is given'}")
     args.out = args.out or f"runs/{entry.name}"
     report = entry.recipe(entry, args.preset, corpus=args.corpus, steps=args.steps, out_dir=args.out,
                           seed=args.seed, resume=args.resume, overwrite=args.overwrite, progress=True)
@@ -312,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("train", help="train a model (the main job: `minipt train gpt`)", formatter_class=fmt,
                        description=f"Models: {listing}. With --resume, options left out come from the saved run. "
                                    f"Listed by `minipt models` but without a preset: {others}.")
-    p.add_argument("model", choices=[e.name for e in trainable], help="what to train (`minipt models` lists them)")
+    p.add_argument("model", metavar="MODEL", help="what to train: one of the models above (`minipt models` lists "
+                   "them)")
     p.add_argument("--preset", default=None, help="the model's preset (see the list above; default: toy)")
     p.add_argument("--corpus", default=None, help="train on this UTF-8 text file instead of the preset's data")
     p.add_argument("--steps", type=positive, default=None,

@@ -13,6 +13,7 @@ import dataclasses
 import os
 import shutil
 import signal
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,6 +47,7 @@ LEARNT = dataclasses.replace(BERT, train={**BERT.train, "steps": 300, "eval_ever
                                        n_instances={"train": 800, "val": 64}))
 RECIPE_MODULES = {"bert": encoder, "t5": seq2seq, "bart": seq2seq, "xlnet": xlnet}
 MODELS = list(PRESETS)
+FIXTURES = Path(__file__).parent / "interop" / "fixtures"
 
 
 @pytest.fixture(scope="module")
@@ -259,3 +261,49 @@ def test_a_resume_with_the_runs_own_settings_goes_on(runs, tmp_path, capsys, nam
                  "--seed", "0"]) == 0
     from minipt.core.checkpoint import load_checkpoint
     assert load_checkpoint(folder / "checkpoint.npz").extra["step"] == 6
+
+
+def _hf_bert(tmp_path):
+    """The BertForPreTraining fixture folder with a vocab.txt of its 40 ids."""
+    folder = tmp_path / "bert"
+    shutil.copytree(FIXTURES / "bert", folder)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + (
+        "the a cat dog king queen sleeps reigns sees his her old . , river stone gold near by in on at under man "
+        "woman prince princess castle field garden bat ball round quick fish").split()
+    (folder / "vocab.txt").write_text("\n".join(words) + "\n")
+    return folder
+
+
+def test_fill_hf_folder_equals_the_transformers_fill_mask_pipeline(tmp_path, capsys):
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    folder = _hf_bert(tmp_path)
+    text = "the old [MASK] sees his gold ."
+    assert main(["fill", "--hf", str(folder), "--top-k", "4", text]) == 0
+    rows = _fill_lines(capsys.readouterr().out)
+    theirs = transformers.pipeline("fill-mask", model=str(folder), top_k=4)(text)
+    assert [r[1] for r in rows] == [t["token_str"] for t in theirs]
+    assert np.allclose([r[0] for r in rows], [t["score"] for t in theirs], atol=6e-5)
+    capsys.readouterr()                                                   # transformers' load report
+    assert main(["sample", "--hf", str(folder)]) == 2
+    assert "use `minipt fill`" in one_line(capsys.readouterr().err)
+
+
+def test_fill_hf_folder_without_a_vocabulary_is_one_line(capsys):
+    assert main(["fill", "--hf", str(FIXTURES / "bert"), "the [MASK] ."]) == 2
+    assert "has no vocab.txt" in one_line(capsys.readouterr().err)
+
+
+def test_models_says_which_have_no_preset_and_why(capsys):
+    trainable = {e.name for e in registry.trainable()}
+    untrained = [e for e in registry.entries() if e.name not in trainable]
+    assert untrained and all(e.no_preset for e in untrained)
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    for e in untrained:
+        assert f"no preset (`minipt train` does not offer it): {e.no_preset}" in out
+    assert out.count("no preset (") == len(untrained)
+    assert f"{len(registry.entries())} models; `minipt train` offers the {len(trainable)} with a preset" in out
+    assert main(["train", "bert-qa", "--out", "nowhere"]) == 2
+    assert one_line(capsys.readouterr().err) == f"minipt train: error: bert-qa has no preset to train: " \
+                                                f"{registry.get('bert-qa').no_preset}"
