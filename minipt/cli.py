@@ -126,7 +126,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if not args.prompt.strip():
         raise ValueError("the prompt is empty: give a text-to-text prompt such as \"translate toy: the cat sleeps .\"")
     unknown = unknown_words(tok, args.prompt)
-    if len(unknown) == len(args.prompt.split()):
+    if all(w in unknown for w in args.prompt.split()):
         raise ValueError(f"no word of the prompt is in the model's vocabulary ({unknown_note(tok, unknown)}), so "
                          "there is nothing to answer; the run knows the toy tasks' words, e.g. "
                          "\"translate toy: the cat sleeps .\"")

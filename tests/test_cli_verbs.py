@@ -188,7 +188,7 @@ def test_unknown_words_are_one_note(runs, capsys):
     assert line == 'minipt fill: note: 2 unknown words replaced by [UNK]: "zebra", "qqq"'
     assert main(["generate", "--checkpoint", str(runs["t5"]), "translate toy: the zebra sleeps ."]) == 0
     assert 'note: 1 unknown word replaced by <unk>: "zebra"' in one_line(capsys.readouterr().err)
-    assert main(["generate", "--checkpoint", str(runs["t5"]), "zebra quux"]) == 2
+    assert main(["generate", "--checkpoint", str(runs["t5"]), "zebra quux zebra"]) == 2
     line = one_line(capsys.readouterr().err)
     assert "no word of the prompt is in the model's vocabulary" in line and '"quux"' in line
 

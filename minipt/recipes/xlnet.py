@@ -25,15 +25,7 @@ from ..models.registry import Preset
 from ..objectives.permutation import permutation_lm
 from ..tokenizers.char import CharTokenizer
 from ..train import TrainConfig, train
-from . import with_steps
-from .run_folder import (
-    check_out,
-    check_tokenizer,
-    clear_run_files,
-    run_corpus,
-    run_settings,
-    write_settings,
-)
+from . import run_folder, with_steps
 
 PRESETS = {
     "toy": Preset(model=dict(n_layer=2, n_head=4, d_model=64, activation="gelu_tanh"), batch_size=16,
@@ -81,9 +73,9 @@ def train_xlnet(entry, preset: str | None = None, *, corpus: str | None = None, 
                 out_dir: str = "runs/xlnet", seed: int | None = None, resume: bool = False,
                 overwrite: bool = False, progress: bool = True) -> dict:
     out = Path(out_dir)
-    check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
-    preset, steps, seed = run_settings(entry, out, resume, preset, steps, seed)
-    corpus = run_corpus(out, resume, corpus)
+    run_folder.check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
+    preset, steps, seed = run_folder.run_settings(entry, out, resume, preset, steps, seed)
+    corpus = run_folder.run_corpus(out, resume, corpus)
     if preset not in entry.presets:
         raise ValueError(f"unknown --preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
     p = entry.presets[preset]
@@ -103,13 +95,13 @@ def train_xlnet(entry, preset: str | None = None, *, corpus: str | None = None, 
                            T, p.batch_size, p.data["K"])
     model = entry.build(rng=np.random.default_rng(seed), vocab_size=tok.vocab_size, **p.model)
     if resume:
-        check_tokenizer(out, tok)
+        run_folder.check_tokenizer(out, tok)
     if overwrite and not resume:
-        clear_run_files(out, RUN_FILES)
+        run_folder.clear_run_files(out, RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)
     if not resume:
         tok.save(out / "tokenizer.json")
-        write_settings(entry, out, preset, steps, seed, corpus=corpus)
+        run_folder.write_settings(entry, out, preset, steps, seed, corpus=corpus)
     tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
     if progress:
         print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
