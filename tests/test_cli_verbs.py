@@ -1,5 +1,5 @@
-"""The right command for each model, as a user meets them on a BERT, a T5, a BART and an
-XLNet run: `sample`, `generate`, `fill` and `embed` each work or say in one line which
+"""The right command for each model, as a user meets them on a BERT, a T5, a BART, an
+XLNet and an LSTM run: `sample`, `generate`, `fill` and `embed` each work or say in one line which
 command does (the registry's `verbs`); `fill` lists the MLM's most probable fillers
 (checked against an independent softmax of the model's scores, and against the toy
 grammar); unknown words and truncation are one note line; the run folder survives a
@@ -22,7 +22,7 @@ import minipt.train as loop
 from minipt.cli import main
 from minipt.models import registry
 from minipt.models.registry import Preset
-from minipt.recipes import encoder, seq2seq, xlnet
+from minipt.recipes import encoder, recurrent, seq2seq, xlnet
 
 BERT = Preset(model=dict(n_layer=1, n_head=2, d_model=32, d_ff=64, dropout=0.0), batch_size=16,
               train=dict(steps=6, lr=3e-3, min_lr=3e-4, warmup=1, weight_decay=0.01, eval_every=3, eval_batches=2,
@@ -41,11 +41,14 @@ PRESETS = {
     "xlnet": Preset(model=dict(n_layer=1, n_head=2, d_model=16, activation="gelu_tanh"), batch_size=4,
                     train=dict(steps=6, lr=3e-3, warmup=1, eval_every=3, eval_batches=1),
                     data=dict(n_tokens=4000, block_size=16, K=4)),
+    "lstm": Preset(model=dict(d_model=16, hidden=16, n_layer=1, dropout=0.0), batch_size=4,
+                   train=dict(steps=6, lr=1e-2, warmup=1, eval_every=3, eval_batches=1),
+                   data=dict(n_tokens=4000, block_size=16)),
 }
 LEARNT = dataclasses.replace(BERT, train={**BERT.train, "steps": 300, "eval_every": 300},
                              data=dict(n_docs=200, vocab_size=250, max_length=24,
                                        n_instances={"train": 800, "val": 64}))
-RECIPE_MODULES = {"bert": encoder, "t5": seq2seq, "bart": seq2seq, "xlnet": xlnet}
+RECIPE_MODULES = {"bert": encoder, "t5": seq2seq, "bart": seq2seq, "xlnet": xlnet, "lstm": recurrent}
 MODELS = list(PRESETS)
 FIXTURES = Path(__file__).parent / "interop" / "fixtures"
 
