@@ -172,9 +172,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
         vectors, notes = embed_texts(model, tok, args.sentences)
         similarity = vectors @ vectors.T                                     # (N, N) cosines: unit rows
     else:
+        from .inference.masked import sentence_encoder_notes
         from .interop.sentence_embeddings import SentenceEncoder, bundled_folder
         encoder = SentenceEncoder.from_folder(bundled_folder() if args.hf is None else args.hf)
-        notes = _sentence_notes(encoder, args.sentences)
+        notes = sentence_encoder_notes(encoder, args.sentences)
         vectors = encoder.embed(args.sentences)
         similarity = encoder.similarity(args.sentences) if args.similarity else None
     for note in notes:
@@ -236,21 +237,6 @@ def _masked_lm(args: argparse.Namespace, verb: str):
     model = from_pretrained(args.hf)
     registry.check_verb(model.spec()["model"], verb, args.hf)
     return model, folder_tokenizer(args.hf, model)
-
-
-def _sentence_notes(encoder, sentences: list[str]) -> list[str]:
-    """Unknown words and truncation of the sentences a sentence-transformers encoder reads."""
-    from .inference.prompts import kept_note, unknown_note, unknown_words
-
-    notes = []
-    for n, text in enumerate(sentences, 1):
-        if not text.strip():
-            raise ValueError(f"text {n} is empty: give at least one word")
-        pieces, room = len(encoder.tokenizer.encode(text)), encoder.max_seq_length - 2
-        found = [unknown_note(encoder.tokenizer, unknown_words(encoder.tokenizer, text)),
-                 pieces > room and kept_note(room, pieces, context=encoder.max_seq_length)]
-        notes += [f"text {n}: {x}" if len(sentences) > 1 else x for x in found if x]
-    return notes
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:

@@ -169,3 +169,18 @@ def embed_texts(model, tok, texts: list[str]) -> tuple[np.ndarray, list[str]]:
             e = h.mean(axis=0)                                                # (C,) mean over the tokens
             rows.append(e / max(float(np.linalg.norm(e)), 1e-12))
     return np.stack(rows), notes
+
+
+def sentence_encoder_notes(encoder, texts: list[str]) -> list[str]:
+    """The notes for ``texts`` read by a sentence-transformers ``SentenceEncoder``
+    (``interop/sentence_embeddings.py``): unknown words, and truncation to its
+    ``max_seq_length``; an empty text is a ValueError."""
+    notes = []
+    for n, text in enumerate(texts, 1):
+        if not text.strip():
+            raise ValueError(f"text {n} is empty: give at least one word")
+        pieces, room = len(encoder.tokenizer.encode(text)), encoder.max_seq_length - 2
+        found = [unknown_note(encoder.tokenizer, unknown_words(encoder.tokenizer, text)),
+                 pieces > room and kept_note(room, pieces, context=encoder.max_seq_length)]
+        notes += [f"text {n}: {x}" if len(texts) > 1 else x for x in found if x]
+    return notes
