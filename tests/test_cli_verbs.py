@@ -235,18 +235,20 @@ def test_a_second_run_or_other_settings_are_refused_and_change_no_byte(runs, cap
 
 
 @pytest.mark.parametrize("name", MODELS)
-@pytest.mark.parametrize("how", ["truncate", "flip", "run.json"])
+@pytest.mark.parametrize("how", ["truncate", "flip", "run.json", "tokenizer.json"])
 def test_a_damaged_run_is_one_line_naming_the_file_and_nothing_changes(runs, tmp_path, capsys, name, how):
     folder = tmp_path / name
     shutil.copytree(runs[name], folder)
-    victim = folder / ("run.json" if how == "run.json" else "checkpoint.npz")
+    victim = folder / (how if how.endswith(".json") else "checkpoint.npz")
     data = bytearray(victim.read_bytes())
     if how == "truncate":
         data = data[:len(data) // 2]
     elif how == "flip":
         data[len(data) // 2] ^= 0x5A
-    else:
+    elif how == "run.json":
         data = bytearray(b'{"preset": "tiny", "steps": "six"}')
+    else:
+        data = data[:len(data) // 3]
     victim.write_bytes(bytes(data))
     before = snapshot(folder)
     capsys.readouterr()
