@@ -16,7 +16,7 @@ the fused ``c_attn``; nothing is transposed):
     predictions.dense.*                   (E, H)                 mlm.dense.*
     predictions.LayerNorm.*               (E,)                   mlm.ln.*
     predictions.bias                      (V,)                   mlm.bias
-    sop_classifier.classifier.*           (2, H)                 nsp.*  (sentence order, label 1 = in order)
+    sop_classifier.classifier.*           (2, H)                 nsp.* rows swapped (``flip``): transformers' sentence_order_label 0 = in order, minipt's 1
 
 - **Sharing.** transformers shares by *layer groups*: layer i runs group
   i * num_hidden_groups // num_hidden_layers. ``num_hidden_groups`` 1 is ALBERT's
@@ -80,7 +80,7 @@ def entries(config: AlbertConfig) -> list[Entry]:
     for k in ("weight", "bias"):
         table += [Entry(f"albert.pooler.{k}", f"pooler.dense.{k}"), Entry(f"predictions.dense.{k}", f"mlm.dense.{k}"),
                   Entry(f"predictions.LayerNorm.{k}", f"mlm.ln.{k}"),
-                  Entry(f"sop_classifier.classifier.{k}", f"nsp.{k}")]
+                  Entry(f"sop_classifier.classifier.{k}", f"nsp.{k}", "flip")]
     table.append(Entry("predictions.bias", "mlm.bias"))
     return table
 

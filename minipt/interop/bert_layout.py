@@ -20,12 +20,15 @@ transposed):
     cls.predictions.transform.dense.*               (C, C)   mlm.dense.*             (top level)
     cls.predictions.transform.LayerNorm.*           (C,)     mlm.ln.*
     cls.predictions.bias                            (V,)     mlm.bias
-    cls.seq_relationship.weight / .bias             (2, C)   nsp.weight / .bias
+    cls.seq_relationship.weight / .bias             (2, C)   nsp.weight / .bias, rows swapped (``flip``)
 
 - **Split q, k, v.** transformers projects q, k, v with three ``Linear`` layers; minipt
   fuses them into ``c_attn`` (3C, C), head h in rows h*D:(h+1)*D of each third, as
   transformers cuts each projection into heads; the rows are cut apart on export and
   stacked on import.
+- **NSP labels.** transformers' ``next_sentence_label`` 0 is IsNext (as Google's BERT);
+  minipt's ``nsp_labels`` 1 is. The two rows of ``nsp.weight`` and ``nsp.bias`` are swapped
+  on import and export (``flip``), so an imported head scores IsNext in minipt's row 1.
 - **Tied decoder.** ``cls.predictions.decoder.weight`` is the word embedding and its bias
   is ``cls.predictions.bias``; transformers 5 stores neither copy. Older files store both
   (``tied_copies``): they are read, checked equal to what they copy, and dropped.
@@ -93,7 +96,7 @@ def entries(config: BertConfig) -> list[Entry]:
         table += [Entry(f"bert.pooler.dense.{k}", f"pooler.dense.{k}"),
                   Entry(f"cls.predictions.transform.dense.{k}", f"mlm.dense.{k}"),
                   Entry(f"cls.predictions.transform.LayerNorm.{k}", f"mlm.ln.{k}"),
-                  Entry(f"cls.seq_relationship.{k}", f"nsp.{k}")]
+                  Entry(f"cls.seq_relationship.{k}", f"nsp.{k}", "flip")]
     table.append(Entry("cls.predictions.bias", "mlm.bias"))
     return table
 

@@ -12,8 +12,9 @@ Pre-training (section 3.1) adds two losses:
   L_mlm = mean over labelled positions of -log p(x_t);
 - next sentence prediction: pooled = tanh(h_[CLS] W_p^T + b_p), a 2-way classifier,
   L_nsp = mean over the batch of -log p(IsNext label). Label 1 = IsNext, as in
-  ``objectives/sentence_pairs.py`` (Hugging Face's ``next_sentence_label`` has 0 = IsNext:
-  a layout converter swaps the two rows of ``nsp.weight`` and ``nsp.bias``).
+  ``objectives/sentence_pairs.py`` (transformers' ``next_sentence_label`` has 0 = IsNext:
+  ``interop/bert_layout.py`` swaps the two rows of ``nsp.weight`` and ``nsp.bias`` on
+  import and export, and ``albert_layout.py`` those of ALBERT's SOP head).
 L = L_mlm + L_nsp.
 
 Hooks for the family (``roberta.py``, ``albert.py``, ``electra.py``): ``nsp=False`` drops the
