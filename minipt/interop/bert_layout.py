@@ -42,9 +42,12 @@ transposed):
   decoder is the embedding), ``embedding_size`` (ALBERT's, another model type).
   ``pad_token_id`` is read and not used: in transformers it only zeroes the padding
   row's gradient, and padding never reaches a loss in minipt either.
-- **Bare files.** A ``BertModel`` file (no ``bert.`` prefix, no ``cls.``) holds the encoder
-  and pooler only: ``encoder_entries`` maps it onto a ``BertEncoder``
-  (``sentence_embeddings.py``); ``from_pretrained`` needs the pre-training heads.
+- **Other classes.** ``BertForMaskedLM`` (bert-base-uncased's ``architectures``) stores no
+  pooler and no NSP head, a ``BertModel`` file (names without ``bert.``) no ``cls.`` heads;
+  ``from_pretrained`` loads either into ``BertForPreTraining``, the heads it lacks (``HEADS``)
+  left at their initialisation and named in one note (``pretrained.py``).
+  ``encoder_entries`` also maps the encoder alone onto a ``BertEncoder``
+  (``sentence_embeddings.py``).
 - **Buffers.** ``embeddings.position_ids`` and ``embeddings.token_type_ids`` (index
   tables of older files) are not parameters and are skipped.
 """
@@ -56,7 +59,8 @@ from .layout import Entry
 
 MODEL_TYPE = "bert"
 ARCHITECTURE = "BertForPreTraining"
-ACCEPTED = (ARCHITECTURE, "BertModel")           # BertModel: the encoder (sentence_embeddings.py)
+ACCEPTED = (ARCHITECTURE, "BertForMaskedLM", "BertModel")
+HEADS = {"MLM head": "cls.predictions.", "pooler": "bert.pooler.", "NSP head": "cls.seq_relationship."}
 PREFIX = "bert."
 CONFIG = BertConfig
 ACTIVATION = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}

@@ -25,6 +25,16 @@ implement is a ValueError naming it), then every tensor name and shape against t
 that config describes (a missing, extra or mis-shaped tensor is a ValueError naming it).
 Nothing is unpickled and no code from the folder runs; a ``pytorch_model.bin`` is refused.
 
+Folders as users find them: an encoder layout names its optional heads (``HEADS``: the MLM
+head, pooler, NSP / SOP head, each a tensor-name prefix), so a ``BertModel``,
+``BertForMaskedLM``, ``RobertaModel``, ``AlbertModel`` or ``AlbertForMaskedLM`` folder loads
+into the family's pre-training model: a head stored in full is read, a head with no tensor
+in the file keeps minipt's initialisation (seed 0), and one ``UserWarning`` names the heads
+left so. A head stored in part is a missing tensor, as ever. ``UNUSED`` prefixes are
+tensors a class stores that minipt's model has no place for (prefix -> why; RoBERTa's
+pooler, which transformers' ``RobertaForMaskedLM`` drops too): they are skipped, and the
+note says so.
+
 Saving writes everything into a temporary folder beside the target first, so a failed
 export leaves nothing behind. A new folder is then renamed into place at once; with
 ``overwrite=True`` an existing folder gets the new files one by one and loses only the
@@ -39,6 +49,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -231,10 +242,31 @@ def from_pretrained(folder, *, dtype=None) -> GPT:
     table = layout.entries(config)
     copies = layout.tied_copies(config) if hasattr(layout, "tied_copies") else \
         ({"lm_head.weight": table[0].theirs} if config.tie_embeddings else {})
-    stored = read_checked(folder, index, table, {n: p.shape for n, p in model.named_parameters()}, copies,
-                          layout.ARCHITECTURE)
-    model.load_state_dict(from_theirs(table, stored, model.dtype))
+    table, index, note = _heads_present(folder, layout, table, index)
+    shapes = {n: p.shape for n, p in model.named_parameters()}
+    stored = read_checked(folder, index, table, {e.ours: shapes[e.ours] for e in table}, copies, layout.ARCHITECTURE)
+    arrays = from_theirs(table, stored, model.dtype)
+    model.load_state_dict({**model.parameters(), **arrays})       # absent heads: as initialised
+    if note:
+        warnings.warn(note, stacklevel=2)
     return model
+
+
+def _heads_present(folder, layout, table: list, index: dict) -> tuple[list, dict, str | None]:
+    """``table`` without the entries of heads (``layout.HEADS``: what -> name prefix) that have
+    no tensor in ``index``, ``index`` without ``layout.UNUSED`` tensors, and the one-line note
+    naming both (None when the folder holds every head)."""
+    heads = getattr(layout, "HEADS", {})
+    absent = {what: prefix for what, prefix in heads.items() if not any(n.startswith(prefix) for n in index)}
+    table = [e for e in table if not e.theirs.startswith(tuple(absent.values()))]
+    unused = {p: why for p, why in getattr(layout, "UNUSED", {}).items() if any(n.startswith(p) for n in index)}
+    index = {n: v for n, v in index.items() if not n.startswith(tuple(unused))}
+    parts = []
+    if absent:
+        parts.append(f"no {', no '.join(f'{w} ({p}*)' for w, p in absent.items())} in this folder: "
+                     f"left at minipt's initialisation, so their outputs mean nothing until trained")
+    parts += [f"{p}* not loaded: {why}" for p, why in unused.items()]
+    return table, index, f"{folder}: {'; '.join(parts)}" if parts else None
 
 
 def layout_index(folder, layout) -> dict:

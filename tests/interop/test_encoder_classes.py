@@ -1,0 +1,124 @@
+"""Encoder folders as users find them, with no torch: the fixtures of
+``scripts/make_encoder_class_fixtures.py`` (torch 2.13.0, transformers 5.23.0, float64).
+
+- ``BertForMaskedLM`` (bert-base-uncased's class), ``BertModel``, ``RobertaModel``,
+  ``AlbertForMaskedLM`` (albert-base-v2's), ``AlbertModel`` load into the family's
+  pre-training model; what transformers computes with the weights the folder holds (MLM
+  logits, or the last hidden states and the pooler's output) agrees to 1e-12, and one
+  warning names the heads the folder lacks.
+- Left padding: transformers' logits on a batch whose second row is padded on the left,
+  for the committed ``bert/``, ``roberta/`` (positions counted over the non-pad ids) and
+  ``bart/`` folders, at every position.
+"""
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minipt.interop import from_pretrained
+from minipt.interop.safetensors_io import read_file, write_tensors
+from minipt.models.encoder.albert import AlbertForPreTraining
+from minipt.models.encoder.bert import BertForPreTraining
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CLASSES = FIXTURES / "classes"
+TOLERANCE = 1e-12
+
+# folder -> (class, the heads the note must name, the heads it must not name, loaded as)
+CASES = {
+    "bert_mlm": ("BertForMaskedLM", ["pooler", "NSP head"], ["MLM head"], BertForPreTraining),
+    "bert_base": ("BertModel", ["MLM head", "NSP head"], ["pooler"], BertForPreTraining),
+    "roberta_base": ("RobertaModel", ["MLM head", "roberta.pooler.* not loaded"], [], BertForPreTraining),
+    "albert_mlm": ("AlbertForMaskedLM", ["pooler", "SOP head"], ["MLM head"], AlbertForPreTraining),
+    "albert_base": ("AlbertModel", ["MLM head", "SOP head"], ["pooler"], AlbertForPreTraining),
+}
+
+
+def rel_error(a, b) -> float:
+    return float(np.abs(np.asarray(a) - b).max() / max(np.abs(b).max(), 1e-300))
+
+
+def load(folder):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = from_pretrained(folder)
+    notes = [str(w.message) for w in caught]
+    return model, notes
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_class_without_every_head_loads_and_computes_what_transformers_does(name):
+    arch, named, unnamed, cls = CASES[name]
+    assert json.loads((CLASSES / name / "config.json").read_text())["architectures"] == [arch]
+    model, notes = load(CLASSES / name)
+    assert type(model) is cls and model.dtype == np.float64
+    assert len(notes) == 1, notes                            # one note, naming what is absent
+    assert all(h in notes[0] for h in named) and not any(f"no {h}" in notes[0] for h in unnamed), notes[0]
+    ref, meta = read_file(FIXTURES / "classes_reference.safetensors")
+    assert meta["transformers"] == "5.23.0" and arch in meta["class"]
+    pre = "roberta/" if name.startswith("roberta") else ""
+    ids, seg, mask = ref[pre + "input_ids"], ref[pre + "token_type_ids"], ref[pre + "attention_mask"]
+    if f"{name}/logits" in ref:
+        _, logits = model(ids, seg, mask)
+        assert logits.shape == ref[f"{name}/logits"].shape == (2, 10, 40)
+        assert rel_error(logits, ref[f"{name}/logits"]) <= TOLERANCE
+    else:
+        h = model.encoder(ids, seg, mask)
+        assert rel_error(h, ref[f"{name}/hidden"]) <= TOLERANCE
+        if model.pooler is not None:
+            assert rel_error(model.pooler(h), ref[f"{name}/pooled"]) <= TOLERANCE
+
+
+def test_a_full_folder_loads_without_a_note():
+    _, notes = load(FIXTURES / "bert")
+    assert notes == []
+
+
+def test_a_head_stored_in_part_is_a_missing_tensor(tmp_path):
+    shutil.copytree(CLASSES / "bert_mlm", tmp_path / "x")
+    t, _ = read_file(tmp_path / "x" / "model.safetensors")
+    del t["cls.predictions.transform.LayerNorm.bias"]
+    write_tensors(tmp_path / "x" / "model.safetensors", t)
+    with pytest.raises(ValueError, match=r"cls\.predictions\.transform\.LayerNorm\.bias .* is missing"):
+        from_pretrained(tmp_path / "x")
+
+
+def test_the_encoder_itself_must_be_there(tmp_path):
+    shutil.copytree(CLASSES / "bert_base", tmp_path / "x")
+    t, _ = read_file(tmp_path / "x" / "model.safetensors")
+    del t["encoder.layer.1.output.dense.weight"]
+    write_tensors(tmp_path / "x" / "model.safetensors", t)
+    with pytest.raises(ValueError, match=r"bert\.encoder\.layer\.1\.output\.dense\.weight .* is missing"):
+        from_pretrained(tmp_path / "x")
+
+
+@pytest.mark.parametrize("name, arch", [("bert_mlm", "BertForQuestionAnswering"), ("roberta_base", "RobertaForCausalLM"),
+                                        ("albert_mlm", "AlbertForTokenClassification")])
+def test_an_unknown_class_is_refused_naming_its_model_type(tmp_path, name, arch):
+    shutil.copytree(CLASSES / name, tmp_path / "x")
+    cfg = json.loads((tmp_path / "x" / "config.json").read_text())
+    (tmp_path / "x" / "config.json").write_text(json.dumps({**cfg, "architectures": [arch]}))
+    with pytest.raises(ValueError, match=rf"architectures \['{arch}'\] is not a class minipt reads for model_type "
+                                         rf"'{cfg['model_type']}' \(it reads .*MaskedLM") as e:
+        from_pretrained(tmp_path / "x")
+    assert "causal" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["bert", "roberta", "bart"])
+def test_a_left_padded_batch_gives_transformers_logits_at_every_position(name):
+    ref, meta = read_file(FIXTURES / "left_padded_reference.safetensors")
+    assert meta["transformers"] == "5.23.0"
+    model = from_pretrained(FIXTURES / name)
+    ids, mask = ref[f"{name}/input_ids"], ref[f"{name}/attention_mask"]
+    assert mask[1, 0] == 0 and mask[1, -1] == 1                          # padded on the left
+    if name == "bart":
+        np.testing.assert_array_equal(model.decoder_input(ref["bart/labels"]), ref["bart/decoder_input_ids"])
+        np.testing.assert_array_equal(model.source_mask(ids)[:, 0], mask == 1)
+        _, logits = model(ids, ref["bart/decoder_input_ids"])
+    else:
+        _, logits = model(ids, np.zeros_like(ids), mask)
+    assert logits.shape == ref[f"{name}/logits"].shape
+    assert rel_error(logits, ref[f"{name}/logits"]) <= TOLERANCE
