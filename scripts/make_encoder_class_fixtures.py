@@ -12,7 +12,9 @@ Folders (``tests/interop/fixtures/classes/<name>/``, float64, as ``save_pretrain
 - ``bert_mlm`` (``BertForMaskedLM``: no pooler, no NSP head), ``bert_base`` (``BertModel``: names
   without ``bert.``, a pooler, no heads);
 - ``roberta_base`` (``RobertaModel``: a pooler, which minipt's RoBERTa has no place for, no LM head);
-- ``albert_mlm`` (``AlbertForMaskedLM``), ``albert_base`` (``AlbertModel``).
+- ``albert_mlm`` (``AlbertForMaskedLM``), ``albert_base`` (``AlbertModel``);
+- ``electra_mlm`` (``ElectraForMaskedLM``, a generator on its own, E 8 < H 16 so with
+  ``embeddings_project``), ``electra_base`` (``ElectraModel``, E = H: no projection).
 
 ``classes_reference.safetensors``: the batch (``input_ids``, ``token_type_ids``,
 ``attention_mask``, ``labels``; RoBERTa's as ``roberta/...``), and per folder
@@ -60,10 +62,17 @@ def albert_config():
     return cfg
 
 
+def electra_config(E: int):
+    return transformers.ElectraConfig(**COMMON, embedding_size=E, tie_word_embeddings=True,
+                                      attn_implementation="eager")
+
+
 MODELS = {"bert_mlm": (transformers.BertForMaskedLM, bert_config), "bert_base": (transformers.BertModel, bert_config),
           "roberta_base": (transformers.RobertaModel, roberta_config),
           "albert_mlm": (transformers.AlbertForMaskedLM, albert_config),
-          "albert_base": (transformers.AlbertModel, albert_config)}
+          "albert_base": (transformers.AlbertModel, albert_config),
+          "electra_mlm": (transformers.ElectraForMaskedLM, lambda: electra_config(8)),
+          "electra_base": (transformers.ElectraModel, lambda: electra_config(16))}
 
 
 def classes() -> None:
@@ -84,7 +93,8 @@ def classes() -> None:
             ref[f"{name}/logits"] = out.logits.numpy()
         else:
             ref[f"{name}/hidden"] = out.last_hidden_state.numpy()
-            ref[f"{name}/pooled"] = out.pooler_output.numpy()
+            if getattr(out, "pooler_output", None) is not None:        # ElectraModel has no pooler
+                ref[f"{name}/pooled"] = out.pooler_output.numpy()
         model.save_pretrained(CLASSES / name)
         (CLASSES / name / "generation_config.json").unlink(missing_ok=True)
         print(name, cls.__name__, sorted(k for k in ref if k.startswith(name)))

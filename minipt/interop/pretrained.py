@@ -14,6 +14,7 @@ three layouts, chosen by ``model_type``:
   ``roberta`` <-> ``RobertaForMaskedLM`` (``roberta_layout.py``), ``albert`` <-> ``AlbertForPreTraining``
   (``albert_layout.py``); ``electra`` <-> ``ElectraForPreTraining`` + ``ElectraForMaskedLM``
   (``electra_layout.py``): minipt's ELECTRA as a pair folder (discriminator/, generator/).
+  A single ``ElectraForMaskedLM`` / ``ElectraModel`` folder loads as a BERT-style MLM (``electra_mlm_layout.py``).
 - ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``).
 
 On export each layout says whether it can hold the model's config (``export_problem``);
@@ -60,6 +61,7 @@ from . import (
     bart_layout,
     bert_layout,
     electra_layout,
+    electra_mlm_layout,
     gpt2_layout,
     llama_layout,
     openai_gpt_layout,
@@ -207,6 +209,8 @@ def config_from_folder(folder) -> tuple[GPTConfig, object]:
     """The minipt config a transformers folder describes, and its layout module."""
     hf = read_config(folder)
     layout = LAYOUTS.get(hf["model_type"]) or MODEL_LAYOUTS.get(hf["model_type"])
+    if layout is electra_layout and electra_mlm_layout.reads(hf):     # one ELECTRA MLM folder, not a pair
+        layout = electra_mlm_layout
     if layout is None:
         known = ", ".join(f"{k} ({m.ARCHITECTURE})" for k, m in {**LAYOUTS, **MODEL_LAYOUTS}.items())
         raise ValueError(f"{Path(folder) / 'config.json'}: model_type {hf['model_type']!r} is not supported; "
