@@ -234,8 +234,10 @@ def _pick_dtype(dtype, index: dict):
 def from_pretrained(folder, *, dtype=None) -> GPT:
     """A minipt ``GPT`` with the weights of a transformers ``GPT2LMHeadModel``,
     ``LlamaForCausalLM`` or ``OpenAIGPTLMHeadModel`` folder (or the model of a ``MODEL_LAYOUTS``
-    folder: XLNet, BERT). ``dtype`` float32 / float64 (default: float64 if the file
-    is float64, else float32; float16 tensors are widened)."""
+    folder: XLNet, BERT, RoBERTa, ALBERT, ELECTRA, T5, BART). ``dtype`` float32 / float64
+    (default: float64 if the file is float64, else float32; float16 tensors are widened).
+    An encoder folder without some heads (``BertModel``, ``BertForMaskedLM``, ...) loads with
+    those heads as initialised and one ``UserWarning`` naming them."""
     folder = Path(folder)
     if electra_layout.is_pair_folder(folder):        # ELECTRA: generator/ + discriminator/
         return electra_layout.from_pair_folder(folder, dtype)
