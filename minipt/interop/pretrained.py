@@ -34,7 +34,8 @@ in the file keeps minipt's initialisation (seed 0), and one ``UserWarning`` name
 left so. A head stored in part is a missing tensor, as ever. ``UNUSED`` prefixes are
 tensors a class stores that minipt's model has no place for (prefix -> why; RoBERTa's
 pooler, which transformers' ``RobertaForMaskedLM`` drops too): they are skipped, and the
-note says so.
+note says so. LayerNorm parameters under TensorFlow BERT's names (``LayerNorm.gamma`` /
+``.beta``, as in bert-base-uncased's file) are read as ``.weight`` / ``.bias``, as transformers does.
 
 Saving writes everything into a temporary folder beside the target first, so a failed
 export leaves nothing behind. A new folder is then renamed into place at once; with
@@ -275,10 +276,28 @@ def _heads_present(folder, layout, table: list, index: dict) -> tuple[list, dict
     return table, index, f"{folder}: {'; '.join(parts)}" if parts else None
 
 
+# LayerNorm parameters under the names of Google's TensorFlow BERT, which files converted from it
+# still use (bert-base-uncased's model.safetensors among them); transformers renames them alike
+LEGACY_NAMES = {"LayerNorm.gamma": "LayerNorm.weight", "LayerNorm.beta": "LayerNorm.bias"}
+
+
+def _modern_name(name: str) -> str:
+    for old, new in LEGACY_NAMES.items():
+        if name.endswith(old):
+            return name[:-len(old)] + new
+    return name
+
+
 def layout_index(folder, layout) -> dict:
     """The folder's tensor index under the names of ``layout`` (a bare file's names get its
-    prefix), buffers left out."""
-    index = tensor_index(folder)
+    prefix, ``LEGACY_NAMES`` their present names), buffers left out."""
+    index = {}
+    for name, info in tensor_index(folder).items():
+        modern = _modern_name(name)
+        if modern in index:
+            both = " and ".join(sorted({index[modern].key, name}))
+            raise ValueError(f"{folder}: tensor {modern} is stored twice, as {both}")
+        index[modern] = info
     if not any(name.startswith(layout.PREFIX) for name in index):     # a bare GPT2Model / LlamaModel file
         index = {(n if n == "lm_head.weight" else layout.PREFIX + n): v for n, v in index.items()}
     return {n: v for n, v in index.items() if not layout.is_buffer(n)}

@@ -87,6 +87,30 @@ def test_an_electra_mlm_folder_keeps_its_factorised_embedding():
         from_pretrained(FIXTURES / "electra" / "discriminator")
 
 
+def test_a_file_as_bert_base_uncased_stores_it_loads(tmp_path):
+    """bert-base-uncased: architectures BertForMaskedLM, every BertForPreTraining tensor, the
+    LayerNorm parameters under TensorFlow's names (gamma, beta), the tied decoder copy, a buffer."""
+    shutil.copytree(FIXTURES / "bert", tmp_path / "x")
+    t, _ = read_file(tmp_path / "x" / "model.safetensors")
+    old = {n.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): a
+           for n, a in t.items()}
+    assert sum(n.endswith("LayerNorm.gamma") for n in old) == 6
+    old["cls.predictions.decoder.weight"] = t["bert.embeddings.word_embeddings.weight"]
+    old["bert.embeddings.position_ids"] = np.arange(16)[None]
+    write_tensors(tmp_path / "x" / "model.safetensors", old)
+    cfg = json.loads((tmp_path / "x" / "config.json").read_text())
+    (tmp_path / "x" / "config.json").write_text(json.dumps({**cfg, "architectures": ["BertForMaskedLM"]}))
+    model, notes = load(tmp_path / "x")
+    assert notes == []
+    want = from_pretrained(FIXTURES / "bert").parameters()
+    assert all(np.array_equal(a, want[k]) for k, a in model.parameters().items())
+    old["bert.embeddings.LayerNorm.weight"] = t["bert.embeddings.LayerNorm.weight"]        # both names: refused
+    write_tensors(tmp_path / "x" / "model.safetensors", old)
+    twice = r"bert\.embeddings\.LayerNorm\.weight is stored twice, as bert\.embeddings\.LayerNorm\.gamma and "
+    with pytest.raises(ValueError, match=twice + r"bert\.embeddings\.LayerNorm\.weight"):
+        from_pretrained(tmp_path / "x")
+
+
 def test_a_full_folder_loads_without_a_note():
     _, notes = load(FIXTURES / "bert")
     assert notes == []
@@ -104,7 +128,8 @@ def test_a_head_stored_in_part_or_a_missing_encoder_tensor_is_refused_by_name(tm
         from_pretrained(tmp_path / "x")
 
 
-@pytest.mark.parametrize("name, arch", [("bert_mlm", "BertForQuestionAnswering"), ("roberta_base", "RobertaForCausalLM"),
+@pytest.mark.parametrize("name, arch", [("bert_mlm", "BertForQuestionAnswering"),
+                                        ("roberta_base", "RobertaForCausalLM"),
                                         ("albert_mlm", "AlbertForTokenClassification")])
 def test_an_unknown_class_is_refused_naming_its_model_type(tmp_path, name, arch):
     shutil.copytree(CLASSES / name, tmp_path / "x")
