@@ -18,8 +18,8 @@ Pre-training (section 3.1) adds two losses:
 L = L_mlm + L_nsp.
 
 Hooks for the family (``roberta.py``, ``albert.py``, ``electra.py``): ``nsp=False`` drops the
-pooler and NSP (RoBERTa); ``position_offset`` starts positions at padding_idx + 1
-(RoBERTa); ``embedding_size`` E factorises the embedding V -> E -> C (ALBERT).
+pooler and NSP (RoBERTa); ``position_offset`` numbers each row's non-padding tokens from
+padding_idx + 1 (RoBERTa, ``BertEmbeddings``); ``embedding_size`` E factorises the embedding V -> E -> C (ALBERT).
 
 Parameters (V vocab, P max_position, C d_model, E embedding size, F d_ff; ``encoder.``):
 
