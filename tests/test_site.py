@@ -1,0 +1,153 @@
+"""The book as a website: ``sphinx-build -c docs . build/site`` renders lessons/ from the
+committed outputs (docs/conf.py, MyST-NB with execution off).
+
+The build runs with warnings as errors, so a missing image, a broken link or
+cross-reference, or a notebook that was never executed (docs/conf.py warns on a code
+cell without an execution count) fails it. Then every lesson has its page, in the order
+of lessons/README.md, each page carries one image per figure of its notebook, every code
+cell the reader should see is on the page, and no cell tagged ``checks`` is.
+"""
+import importlib.util
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+CHECKS = "checks"
+IMAGES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
+MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\(")
+READER_OUTPUTS = ("stream", "display_data", "error")   # an execute_result is a check's echo
+
+
+def _needs_sphinx():
+    for module in ("sphinx", "myst_nb"):
+        pytest.importorskip(module, reason=f"the website needs {module}: pip install -e '.[docs]'")
+
+
+def _conf():
+    _needs_sphinx()
+    spec = importlib.util.spec_from_file_location("docs_conf", ROOT / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    return conf
+
+
+def _flat(text):
+    return " ".join(text.split())
+
+
+class _Page(HTMLParser):
+    """The text of a page, whitespace collapsed, its links and the sources of its images."""
+
+    def __init__(self, path):
+        super().__init__(convert_charrefs=True)
+        self.chunks, self.images, self.links = [], [], []
+        self.feed(path.read_text(encoding="utf-8"))
+        self.text = _flat("".join(self.chunks))
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs).get("src", ""))
+        elif tag == "a":
+            self.links.append(dict(attrs).get("href", ""))
+
+    def handle_data(self, data):
+        self.chunks.append(data)
+
+
+def _tags(cell):
+    return cell.metadata.get("tags", [])
+
+
+def _expected_images(nb):
+    """Figures a page must show: image outputs of the cells it keeps, and markdown images."""
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            count += len(MARKDOWN_IMAGE.findall(cell.source))
+        elif cell.cell_type == "code" and CHECKS not in _tags(cell) and "remove-output" not in _tags(cell):
+            count += sum(any(m in o.get("data", {}) for m in IMAGES) for o in cell.outputs)
+    return count
+
+
+def _lesson_problems(nb, stem, page):
+    problems = []
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]      # i: the notebook's cell number
+    if unrun := [i for i, c in code if c.execution_count is None]:
+        problems.append(f"{stem}: cells {unrun} have no execution count (not executed)")
+    figures = [src for src in page.images if "_images/" in src]
+    if len(figures) != _expected_images(nb):
+        problems.append(f"{stem}: the page shows {len(figures)} figures, the notebook has {_expected_images(nb)}")
+    for i, cell in code:
+        on_page = _flat(cell.source) in page.text
+        if CHECKS in _tags(cell) and on_page:
+            problems.append(f"{stem}: cell {i}, tagged {CHECKS}, is on the page")
+        elif CHECKS not in _tags(cell) and "remove-cell" not in _tags(cell) and "remove-input" not in _tags(cell) \
+                and cell.source.strip() and not on_page:
+            problems.append(f"{stem}: code cell {i} is missing from the page")
+    return problems
+
+
+@pytest.mark.slow
+def test_the_site_builds_with_every_lesson_its_figures_and_no_checks(tmp_path):
+    _needs_sphinx()
+    out = tmp_path / "html"
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-c", "docs", "-n", "-W", "--keep-going", "-q",
+           "-d", str(tmp_path / "doctrees"), ".", str(out)]
+    build = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert build.returncode == 0, f"the site does not build (`{' '.join(cmd[2:])}`):\n{build.stderr[-6000:]}"
+
+    home = _Page(out / "docs" / "index.html")
+    assert (out / "index.html").exists() and (out / "README.html").exists()
+    readme_tables = sum(line.lstrip().startswith("|---") or line.lstrip().startswith("| ---")
+                        for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines())
+    assert (out / "README.html").read_text(encoding="utf-8").count("<table") == readme_tables, \
+        "the README's tables (the model table among them) are not all on the site"
+    problems = []
+    for path in NOTEBOOKS:
+        page = out / "lessons" / f"{path.stem}.html"
+        if not page.exists():
+            problems.append(f"{path.stem}: no page")
+            continue
+        if f"../lessons/{path.stem}.html" not in home.links:
+            problems.append(f"{path.stem}: not in the home page's table of contents")
+        problems += _lesson_problems(nbformat.read(path, as_version=4), path.stem, _Page(page))
+    assert not problems, "\n".join(problems)
+
+
+def test_a_checks_cell_shows_the_reader_nothing():
+    """The site leaves a ``checks`` cell out, so it may print or draw nothing a reader needs."""
+    shown = [f"{path.stem} cell {i}: {sorted({o.output_type for o in c.outputs} & set(READER_OUTPUTS))}"
+             for path in NOTEBOOKS for i, c in enumerate(nbformat.read(path, as_version=4).cells)
+             if CHECKS in _tags(c) and any(o.output_type in READER_OUTPUTS for o in c.outputs)]
+    assert not shown, "cells tagged checks with output for the reader: " + "; ".join(shown)
+
+
+def test_the_table_of_contents_follows_the_lessons_readme(tmp_path):
+    conf = _conf()
+    readme = tmp_path / "README.md"
+    readme.write_text("| # | lesson |\n|---|---|\n| **Foundations** | |\n| 00 | [`00_a`](00_a.ipynb) |\n"
+                      "| 01 | [`01_b`](01_b.ipynb) |\n| **Next** | |\n| 02 | [`02_c`](02_c.ipynb) |\n")
+    toc = conf.lesson_toctrees(readme)
+    assert toc.index(":caption: Foundations") < toc.index("/lessons/00_a") < toc.index("/lessons/01_b") \
+        < toc.index(":caption: Next") < toc.index("/lessons/02_c")
+    assert toc.count("```{toctree}") == 2
+    readme.write_text("# no table here\n")
+    with pytest.raises(ValueError, match="no table of lessons"):
+        conf.lesson_toctrees(readme)
+
+
+def test_the_site_hides_checks_and_finds_cells_not_run():
+    conf = _conf()
+    nb = {"cells": [{"cell_type": "markdown", "source": "x", "metadata": {}},
+                    {"cell_type": "code", "execution_count": 1, "metadata": {"tags": ["checks"]}},
+                    {"cell_type": "code", "execution_count": None, "metadata": {}}]}
+    assert conf.unexecuted_cells(nb) == [2]
+    hidden = conf.hide_checks(nb)
+    assert [c["metadata"].get("tags") for c in hidden["cells"]] == [[], ["checks", "remove-cell"], []]
