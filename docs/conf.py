@@ -12,6 +12,7 @@ book's order is written once. A cell tagged ``checks`` (a lesson's asserts and
 below gives it MyST-NB's ``remove-cell`` tag. The notebook keeps it.
 """
 import json
+import os
 import re
 from pathlib import Path
 
@@ -39,6 +40,19 @@ html_theme_options = {"show_toc_level": 2}
 html_extra_path = ["_extra"]         # index.html at the site's root, pointing at the home page
 html_last_updated_fmt = None
 html_copy_source = False
+
+def repository_folders(root=ROOT):
+    """The repository's folders (posix, relative to it), leaving out hidden and build ones."""
+    found = []
+    for here, dirs, _ in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")) and d not in ("build", "runs", "dist"))
+        found += [Path(here, d).relative_to(root).as_posix() for d in dirs]
+    return found
+
+
+# A link to a folder (`[the models](minipt/models/)`) opens its listing on GitHub; the site
+# has no page for it and shows the link's text. Only folders that exist: a broken one fails.
+nitpick_ignore_regex = [("myst", rf"(\.\./)?{re.escape(folder)}/?") for folder in repository_folders()]
 
 PART = re.compile(r"^\|\s*\*\*(?P<part>[^*]+)\*\*\s*\|")
 LESSON = re.compile(r"^\|\s*\d+\s*\|\s*\[`?(?P<stem>\w+)`?\]\((?P=stem)\.ipynb\)")

@@ -151,3 +151,11 @@ def test_the_site_hides_checks_and_finds_cells_not_run():
     assert conf.unexecuted_cells(nb) == [2]
     hidden = conf.hide_checks(nb)
     assert [c["metadata"].get("tags") for c in hidden["cells"]] == [[], ["checks", "remove-cell"], []]
+
+
+def test_a_link_to_a_folder_is_allowed_only_if_the_folder_exists():
+    conf = _conf()
+    allowed = [re.compile(pattern) for _, pattern in conf.nitpick_ignore_regex]
+    ok = lambda target: any(p.fullmatch(target) for p in allowed)
+    assert ok("minipt/models/") and ok("minipt/models") and ok("../lessons/")
+    assert not ok("minipt/no_such_folder/") and not ok(".git/") and not ok("minipt/models/protocol.py")
