@@ -39,7 +39,7 @@ html_title = "minipt: the book"
 html_theme_options = {"show_toc_level": 2}
 html_extra_path = ["_extra"]         # index.html at the site's root, pointing at the home page
 html_last_updated_fmt = None
-html_copy_source = False
+html_copy_source = True         # the download button gives the lesson notebook as committed
 
 def repository_folders(root=ROOT):
     """The repository's folders (posix, relative to it), leaving out hidden and build ones."""

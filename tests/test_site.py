@@ -5,7 +5,9 @@ The build runs with warnings as errors, so a missing image, a broken link or
 cross-reference, or a notebook that was never executed (docs/conf.py warns on a code
 cell without an execution count) fails it. Then every lesson has its page, in the order
 of lessons/README.md, each page carries one image per figure of its notebook, every code
-cell the reader should see is on the page, and no cell tagged ``checks`` is.
+cell the reader should see is on the page, no cell tagged ``checks`` is, and every
+link and image of every page points to a file of the site (the download button gives
+the lesson's notebook as committed).
 """
 import importlib.util
 import re
@@ -23,6 +25,7 @@ CHECKS = "checks"
 IMAGES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
 MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\(")
 TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*\|", re.MULTILINE)   # the |---|---| under a header
+LINK_ELSEWHERE = re.compile(r"^(https?:|mailto:|#|data:|$)")           # not a file of the site
 READER_OUTPUTS = ("stream", "display_data", "error")   # an execute_result is a check's echo
 
 
@@ -60,6 +63,11 @@ class _Page(HTMLParser):
 
     def handle_data(self, data):
         self.chunks.append(data)
+
+
+def _served(target):
+    """A static host answers a link with this file, or with this folder's index.html."""
+    return target.is_file() or (target / "index.html").is_file()
 
 
 def _tags(cell):
@@ -110,6 +118,12 @@ def test_the_site_builds_with_every_lesson_its_figures_and_no_checks(tmp_path):
     assert (out / "README.html").read_text(encoding="utf-8").count("<table") == readme_tables, \
         "the README's tables (the model table among them) are not all on the site"
     problems = []
+    for page in out.rglob("*.html"):
+        if "_static" not in page.parts:
+            parsed = _Page(page)
+            problems += [f"{page.relative_to(out)}: a link to {href}, which the site lacks"
+                         for href in parsed.links + parsed.images
+                         if not LINK_ELSEWHERE.match(href) and not _served(page.parent / href.split("#")[0])]
     for path in NOTEBOOKS:
         page = out / "lessons" / f"{path.stem}.html"
         if not page.exists():
