@@ -39,7 +39,8 @@ html_title = "minipt: the book"
 html_theme_options = {"show_toc_level": 2}
 html_extra_path = ["_extra"]         # index.html at the site's root, pointing at the home page
 html_last_updated_fmt = None
-html_copy_source = True         # the download button gives the lesson notebook as committed
+html_copy_source = True              # the download button gives the notebook as committed
+
 
 def repository_folders(root=ROOT):
     """The repository's folders (posix, relative to it), leaving out hidden and build ones."""
@@ -99,7 +100,7 @@ def _on_source_read(app, docname, source):
     elif app.env.doc2path(docname).suffix == ".ipynb":
         notebook = json.loads(source[0])
         if missing := unexecuted_cells(notebook):
-            LOGGER.warning("%s is not executed: code cells %s have no execution count "
+            LOGGER.warning("%s is not executed: its code cells %s have no execution count "
                            "(run scripts/execute_lessons.py)", docname, missing, location=docname)
         source[0] = json.dumps(hide_checks(notebook))
 

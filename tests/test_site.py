@@ -47,22 +47,37 @@ def _flat(text):
 
 
 class _Page(HTMLParser):
-    """The text of a page, whitespace collapsed, its links and the sources of its images."""
+    """A page's links, the sources of its images, and the code of each cell it shows
+    (MyST-NB's ``cell_input`` blocks, whitespace collapsed)."""
 
     def __init__(self, path):
         super().__init__(convert_charrefs=True)
-        self.chunks, self.images, self.links = [], [], []
+        self.images, self.links, self.code = [], [], []
+        self._depth, self._code_at = 0, None              # <div> nesting; where a cell's code opened
         self.feed(path.read_text(encoding="utf-8"))
-        self.text = _flat("".join(self.chunks))
+        self.code = [_flat(c) for c in self.code]
 
     def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
         if tag == "img":
-            self.images.append(dict(attrs).get("src", ""))
+            self.images.append(attrs.get("src", ""))
         elif tag == "a":
-            self.links.append(dict(attrs).get("href", ""))
+            self.links.append(attrs.get("href", ""))
+        elif tag == "div":
+            self._depth += 1
+            if self._code_at is None and "cell_input" in (attrs.get("class") or "").split():
+                self._code_at = self._depth
+                self.code.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "div":
+            if self._depth == self._code_at:
+                self._code_at = None
+            self._depth -= 1
 
     def handle_data(self, data):
-        self.chunks.append(data)
+        if self._code_at is not None:
+            self.code[-1] += data
 
 
 def _served(target):
@@ -93,13 +108,14 @@ def _lesson_problems(nb, stem, page):
     figures = [src for src in page.images if "_images/" in src]
     if len(figures) != _expected_images(nb):
         problems.append(f"{stem}: the page shows {len(figures)} figures, the notebook has {_expected_images(nb)}")
+    kept = [(i, c) for i, c in code if not {CHECKS, "remove-cell", "remove-input"} & set(_tags(c))]
     for i, cell in code:
-        on_page = _flat(cell.source) in page.text
-        if CHECKS in _tags(cell) and on_page:
+        if CHECKS in _tags(cell) and _flat(cell.source) in page.code:
             problems.append(f"{stem}: cell {i}, tagged {CHECKS}, is on the page")
-        elif CHECKS not in _tags(cell) and "remove-cell" not in _tags(cell) and "remove-input" not in _tags(cell) \
-                and cell.source.strip() and not on_page:
-            problems.append(f"{stem}: code cell {i} is missing from the page")
+    if [_flat(c.source) for _, c in kept] != page.code:
+        missing = [i for i, c in kept if _flat(c.source) not in page.code]
+        problems.append(f"{stem}: the page shows {len(page.code)} code cells, not the notebook's {len(kept)} "
+                        f"in order (missing: cells {missing})")
     return problems
 
 
