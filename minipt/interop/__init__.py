@@ -14,8 +14,9 @@ from .pretrained import (
     config_from_folder,
     from_pretrained,
     layout_for,
+    layout_of,
     save_pretrained,
     their_named,
 )
 
-__all__ = ["save_pretrained", "from_pretrained", "config_from_folder", "layout_for", "their_named"]
+__all__ = ["save_pretrained", "from_pretrained", "config_from_folder", "layout_for", "layout_of", "their_named"]
