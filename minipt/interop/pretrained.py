@@ -83,6 +83,10 @@ NEAR_MISSES = {
     "bert-classify": "minipt writes no layout for its task head", "bert-qa": "minipt writes no layout for its task "
     "head", "bert-tag": "minipt writes no layout for its task head",
     "gpt1-finetune": "minipt writes no layout for its task heads",
+    "ernie": "transformers' 'ernie' is Baidu's ERNIE, another model, and it has none for Tsinghua's entity fusion",
+    "glm": "transformers' 'glm' is GLM-4, another network, and it has none for the 2-D positions of blank infilling",
+    "vilbert": "minipt writes no layout for its region features and co-attention",
+    "visualbert": "minipt writes no layout for its region features",
 }
 
 
