@@ -39,9 +39,9 @@ from minipt.tokenizers.special import (
 )
 
 CORPUS = ("the cat sat on the mat . the dog sat on the log , and the cat saw the dog ; "
-          "a bird sang in the tree . the mat was red and the log was old") * 3
+          "a bird sang in the tree . the mat was red and the log was old") * 3 + "\n\tthe end .\n"
 TEXT = "The cat saw a bird on the red mat, and a zebra ; the dog sang."     # 'zebra': unknown to the word models
-TEXTS = {"char": "the cat sat on a mat. the dog saw the log", "word": TEXT, "wordpiece": TEXT + " [MASK] café",
+TEXTS = {"char": "the cat sat on a mat.\nthe dog\tsaw the log", "word": TEXT, "wordpiece": TEXT + " [MASK] café",
          "bpe": TEXT + " <mask> naïve 你好"}
 
 
