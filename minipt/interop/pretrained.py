@@ -14,7 +14,14 @@ three layouts, chosen by ``model_type``:
   ``roberta`` <-> ``RobertaForMaskedLM`` (``roberta_layout.py``), ``albert`` <-> ``AlbertForPreTraining``
   (``albert_layout.py``); ``electra`` <-> ``ElectraForPreTraining`` + ``ElectraForMaskedLM``
   (``electra_layout.py``): minipt's ELECTRA as a pair folder (discriminator/, generator/).
-- ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``).
+- ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``)
+  and MASS; ``t5`` <-> ``T5ForConditionalGeneration`` (``t5_layout.py``).
+
+Export is for the registry names in ``EXPORTABLE``; every other model (word2vec, the
+n-gram, ELMo, the task heads, the Vaswani Transformer, ...) is refused in one line by
+``layout_of``, with the reason in ``NEAR_MISSES`` where a transformers class looks close.
+Shared code asks the model only what the protocol offers (``spec()``, ``block_size``);
+the layouts read their family's config.
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
