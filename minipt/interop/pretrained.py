@@ -15,7 +15,8 @@ three layouts, chosen by ``model_type``:
   (``albert_layout.py``); ``electra`` <-> ``ElectraForPreTraining`` + ``ElectraForMaskedLM``
   (``electra_layout.py``): minipt's ELECTRA as a pair folder (discriminator/, generator/).
 - ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``)
-  and MASS; ``t5`` <-> ``T5ForConditionalGeneration`` (``t5_layout.py``).
+  and MASS; ``t5`` <-> ``T5ForConditionalGeneration`` (``t5_layout.py``); ``marian`` <->
+  ``MarianMTModel`` (``marian_layout.py``): minipt's Vaswani Transformer, channels reordered.
 
 Export is for the registry names in ``EXPORTABLE``; every other model (word2vec, the
 n-gram, ELMo, the task heads, the Vaswani Transformer, ...) is refused in one line by
@@ -58,6 +59,7 @@ from . import (
     electra_layout,
     gpt2_layout,
     llama_layout,
+    marian_layout,
     openai_gpt_layout,
     roberta_layout,
     t5_layout,
@@ -71,7 +73,7 @@ LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layou
 # Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
 # its model (``build(config, rng, dtype)``); a config of that class exports through it.
 MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bert_layout, roberta_layout, albert_layout,
-                                              electra_layout, bart_layout, t5_layout)}
+                                              electra_layout, bart_layout, t5_layout, marian_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
@@ -79,14 +81,11 @@ MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt'
 # Registry names (``model.spec()["model"]``) of the models a layout above holds; every other
 # model is refused by ``layout_of``, with the reason below where a near transformers class exists.
 EXPORTABLE = ("gpt", "gpt1", "gpt3", "dialogpt", "llama", "bert", "roberta", "albert", "electra", "t5", "bart",
-              "mass", "xlnet")
+              "mass", "xlnet", "transformer")
 NEAR_MISSES = {
     "prefixlm": "GPT2LMHeadModel would attend causally inside the prefix, which the prefix LM sees whole",
     "unilm": "BertForPreTraining would compute only its bidirectional mask, not its left-to-right and seq2seq "
              "masks",
-    "transformer": "transformers' Vaswani-style classes (MarianMTModel, FSMTForConditionalGeneration) order the "
-                   "sinusoid's sin and cos channels apart where minipt interleaves them, and minipt writes no "
-                   "layout that permutes every weight to match",
     "bert-classify": "minipt writes no layout for its task head", "bert-qa": "minipt writes no layout for its task "
     "head", "bert-tag": "minipt writes no layout for its task head",
     "gpt1-finetune": "minipt writes no layout for its task heads",

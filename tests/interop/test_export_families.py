@@ -61,7 +61,7 @@ def tokenizer(kind: str):
 CASES = {"gpt": ("char", {}), "gpt1": ("char", {}), "llama": ("char", {}), "dialogpt": ("word", {}),
          "gpt-bpe": ("bpe", {}), "xlnet": ("char", {}), "bert": ("wordpiece", {}), "albert": ("wordpiece", {}),
          "electra": ("wordpiece", {}), "roberta": ("roberta", {}), "t5": ("word", {}), "bart": ("word", {}),
-         "mass": ("word", {})}
+         "mass": ("word", {}), "transformer": ("word", {})}
 
 
 def spec_for(name: str, tok) -> dict:
@@ -74,7 +74,9 @@ def spec_for(name: str, tok) -> dict:
         spec.update({"mask_id": ids[MASK]} if family == "mass" else {})
     if family in ("t5",):
         spec.update(pad_id=tok.special_tokens[PAD])
-    if family in ("gpt", "gpt1", "llama", "dialogpt", "t5", "bart", "mass"):
+    if family in ("transformer",):
+        spec.update(pad_id=tok.special_tokens[PAD], src_vocab_size=tok.vocab_size, d_model=16, n_head=4, d_ff=24)
+    if family in ("gpt", "gpt1", "llama", "dialogpt", "t5", "bart", "mass", "transformer"):
         spec.update({k: 32 for k in ("block_size", "max_source_len", "max_target_len", "max_positions") if k in spec})
     if family in ("bert", "albert", "electra", "roberta"):
         spec["max_position"] = 40
@@ -187,7 +189,7 @@ def test_lowercasing_word_tokenizer_says_so(tmp_path):
 
 
 REFUSED = ("ngram", "nnlm", "glove", "word2vec", "lstm", "elmo", "gpt1-finetune", "bert-classify", "bert-qa",
-           "bert-tag", "transformer", "prefixlm", "unilm", "glm", "ernie", "transe", "vilbert", "visualbert")
+           "bert-tag", "prefixlm", "unilm", "glm", "ernie", "transe", "vilbert", "visualbert")
 
 
 def test_every_registered_model_exports_or_is_refused():
@@ -207,15 +209,15 @@ def test_family_without_a_layout_is_refused_in_one_line(name, tmp_path):
 
 def test_cli_refuses_a_run_without_a_layout(tmp_path, capsys):
     tok = WordTokenizer().fit("a b c d e f g h")
-    model = registry.build({**registry.get("transformer").tiny()[0].spec(), "vocab_size": tok.vocab_size})
+    model = registry.build({**registry.get("prefixlm").tiny()[0].spec(), "vocab_size": tok.vocab_size})
     run = tmp_path / "run"
     run.mkdir()
     save_checkpoint(run / "checkpoint.npz", model, config=model.spec())
     tok.save(run / "tokenizer.json")
     assert main(["export", "--checkpoint", str(run), "--to", str(tmp_path / "hf")]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "transformer" in err and "no Hugging Face layout" in err
-    assert "MarianMTModel" in err and not (tmp_path / "hf").exists()
+    assert len(err.splitlines()) == 1 and "prefixlm" in err and "no Hugging Face layout" in err
+    assert "causally inside the prefix" in err and not (tmp_path / "hf").exists()
 
 
 def test_export_into_a_non_empty_folder_needs_overwrite(exports, capsys):
