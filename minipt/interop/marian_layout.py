@@ -21,7 +21,7 @@ target and output layer, fixed sinusoidal positions from 0 and no embedding Laye
   ``final_logits_bias`` (minipt has no output bias) at zeros; a folder holding a
   ``final_logits_bias`` is refused by name (minipt cannot say it is zero without reading it).
 - **Covered** (``export_problem``, ``config_from_hf``): post-LN (``prenorm`` False), shared
-  embeddings, even d_model, LayerNorm eps 1e-5 (nn.LayerNorm's, no config key), activation
+  embeddings, LayerNorm eps 1e-5 (nn.LayerNorm's, no config key), activation
   relu / gelu / gelu_new. ``decoder_start_token_id`` is written as the tokenizer's ``<s>``
   (what minipt's text-to-text recipe starts the decoder with), else the pad id;
   ``max_position_embeddings`` is the longer of ``max_source_len`` and ``max_target_len``.
@@ -80,7 +80,6 @@ def export_problem(config) -> str | None:
     for bad, why in ((config.prenorm, "prenorm=True: MarianMTModel's layers are post-LN"),
                      (not config.share_embeddings, "share_embeddings=False: minipt writes Marian's shared vocabulary "
                                                    "only"),
-                     (config.d_model % 2, f"d_model={config.d_model}: the sinusoid needs an even width"),
                      (config.eps != EPS, f"eps={config.eps}: {ARCHITECTURE}'s LayerNorms use eps {EPS} (no config "
                                          "key)"),
                      (config.activation not in ACTIVATION.values(), f"activation={config.activation!r}: "
