@@ -7,7 +7,7 @@ read back by the ``tokenizers`` library with minipt's ids, and the one-line refu
 every family without a layout. With torch and transformers: the folder loads through
 transformers' classes and ``AutoTokenizer``, the tokenizer gives minipt's ids, and the
 logits agree (float32 model: rtol 1e-4, atol 1e-5). ``test_trained_runs_export`` does the
-same for real ``minipt train MODEL --steps 2`` runs of BERT, T5, BART and XLNet.
+same for real ``minipt train MODEL --steps 2`` runs of BERT, T5, BART, XLNet and the Transformer.
 """
 import contextlib
 import io
@@ -295,7 +295,7 @@ def test_bert_tokenizer_frames_a_pair_as_minipt_does(exports):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["bert", "t5", "bart", "xlnet"])
+@pytest.mark.parametrize("name", ["bert", "t5", "bart", "xlnet", "transformer"])
 def test_trained_runs_export(name, tmp_path):
     """``minipt train NAME --steps 2`` (the preset's data and tokenizer), then ``minipt export``;
     transformers loads it with minipt's ids and logits."""
