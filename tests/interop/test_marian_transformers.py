@@ -80,13 +80,11 @@ def test_transformers_computes_the_same_logits_and_greedy_tokens(tmp_path):
         ref = theirs(input_ids=torch.tensor(src), attention_mask=torch.tensor(src != 0),
                      decoder_input_ids=torch.tensor(target_in)).logits.numpy()
     assert np.abs(logits - ref).max() / np.abs(ref).max() < 1e-7        # Marian's sinusoid is made in float32
-    ours = greedy(model, src, start_id=1, eos_id=2, max_new_tokens=7)
+    ours = greedy(model, src, start_id=1, eos_id=2, max_new_tokens=7)       # <s> = 1 starts, </s> = 2 ends
+    settings = dict(do_sample=False, num_beams=1, max_new_tokens=7, min_new_tokens=0, eos_token_id=2, pad_token_id=0,
+                    decoder_start_token_id=1)
     with torch.no_grad():
-        gen = theirs.generate(input_ids=torch.tensor(src), attention_mask=torch.tensor(src != 0), do_sample=False,
-                              num_beams=1, max_new_tokens=7, min_new_tokens=0, eos_token_id=2, pad_token_id=0,
-                              decoder_start_token_id=1).numpy()
-    for b in range(2):
-        row = [int(t) for t in gen[b, 1:]]
-        row = row[:row.index(2)] if 2 in row else row
-        assert ours[b] == row, (ours[b], row)
+        rows = theirs.generate(input_ids=torch.tensor(src), attention_mask=torch.tensor(src != 0), **settings)
+    rows = [r[1:].tolist() for r in rows]                                   # without the start token
+    assert ours == [r[:r.index(2)] if 2 in r else r for r in rows]           # up to </s>
     assert any(len(o) > 3 for o in ours)
