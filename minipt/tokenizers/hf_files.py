@@ -74,8 +74,8 @@ def save_hf_tokenizer(tok: Tokenizer, folder, *, model_max_length: int | None = 
     returns the names written. A tokenizer with no transformers form is a ValueError."""
     folder = Path(folder)
     if isinstance(tok, ByteBPETokenizer):
-        save_gpt2_files(tok, folder, model_max_length=model_max_length, roles=special_roles(tok))
-        return sorted(p.name for p in folder.iterdir() if p.name in ("vocab.json", "merges.txt", TOKENIZER_CONFIG))
+        return sorted(p.name for p in save_gpt2_files(tok, folder, model_max_length=model_max_length,
+                                                      roles=special_roles(tok)))
     if isinstance(tok, WordPieceTokenizer):
         written = _save_vocab_txt(tok, folder)
         config = {"tokenizer_class": "BertTokenizer", "do_lower_case": tok.lowercase, "strip_accents": None,

@@ -24,7 +24,7 @@ from minipt.models import registry
 from minipt.models.encoder.roberta import RobertaTokenizer
 from minipt.tokenizers import CharTokenizer, WordPieceTokenizer, WordTokenizer
 from minipt.tokenizers.byte_bpe import ByteBPETokenizer
-from minipt.tokenizers.hf_files import WHITESPACE
+from minipt.tokenizers.hf_files import WHITESPACE, special_roles
 from minipt.tokenizers.special import (
     BERT_SPECIALS,
     BOS,
@@ -42,7 +42,7 @@ CORPUS = ("the cat sat on the mat . the dog sat on the log , and the cat saw the
           "a bird sang in the tree . the mat was red and the log was old") * 3 + "\n\tthe end .\n"
 TEXT = "The cat saw a bird on the red mat, and a zebra ; the dog sang."     # 'zebra': unknown to the word models
 TEXTS = {"char": "the cat sat on a mat.\nthe dog\tsaw the log", "word": TEXT, "wordpiece": TEXT + " [MASK] café",
-         "bpe": TEXT + " <mask> naïve 你好"}
+         "bpe": TEXT + " <mask> naïve 你好", "roberta": TEXT + " [MASK] naïve [SEP]"}
 
 
 def tokenizer(kind: str):
@@ -274,10 +274,12 @@ def test_transformers_loads_the_export_with_equal_ids_and_logits(name, exports):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("torch")
     run, hf, model, tok, _ = exports[name]
-    text = TEXTS[CASES[name][0] if CASES[name][0] != "roberta" else "bpe"]
+    text = TEXTS[CASES[name][0]]
+    roles = {r: tok.token_to_id(s) for r, s in special_roles(tok).items() if isinstance(s, str)}
     for folder in folders(name, hf):
         theirs = transformers.AutoTokenizer.from_pretrained(folder)
         assert theirs(text, add_special_tokens=False)["input_ids"] == tok.encode(text)
+        assert {r: getattr(theirs, f"{r}_id") for r in roles} == roles          # [PAD] is the pad token, ...
     ids = np.array([tok.encode(text)[:24]])
     for ours, ref in ours_and_theirs(name, hf, model, ids):
         assert ours.shape == ref.shape
@@ -312,3 +314,17 @@ def test_trained_runs_export(name, tmp_path):
     ids = np.array([tok.encode(text)])
     for ours, ref in ours_and_theirs(name, hf, model, ids):
         np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_a_tokenizer_without_a_transformers_form_is_saved_as_minipts_and_said(tmp_path, capsys):
+    from minipt.tokenizers.bpe import BPETokenizer
+    tok = BPETokenizer().fit(CORPUS, 20)                       # Sennrich's character BPE: no transformers class
+    model = registry.build({**registry.get("gpt").tiny()[0].spec(), "vocab_size": tok.vocab_size})
+    run = tmp_path / "run"
+    run.mkdir()
+    save_checkpoint(run / "checkpoint.npz", model, config=model.spec())
+    tok.save(run / "tokenizer.json")
+    assert main(["export", "--checkpoint", str(run), "--to", str(tmp_path / "hf")]) == 0
+    assert "BPETokenizer has no transformers form" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == ["config.json", "minipt_tokenizer.json",
+                                                                  "model.safetensors"]
