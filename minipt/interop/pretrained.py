@@ -14,15 +14,16 @@ three layouts, chosen by ``model_type``:
   ``roberta`` <-> ``RobertaForMaskedLM`` (``roberta_layout.py``), ``albert`` <-> ``AlbertForPreTraining``
   (``albert_layout.py``); ``electra`` <-> ``ElectraForPreTraining`` + ``ElectraForMaskedLM``
   (``electra_layout.py``): minipt's ELECTRA as a pair folder (discriminator/, generator/).
+  A single ``ElectraForMaskedLM`` / ``ElectraModel`` folder loads as a BERT-style MLM (``electra_mlm_layout.py``).
 - ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``)
   and MASS; ``t5`` <-> ``T5ForConditionalGeneration`` (``t5_layout.py``); ``marian`` <->
   ``MarianMTModel`` (``marian_layout.py``): minipt's Vaswani Transformer, channels reordered.
 
 Export is for the registry names in ``EXPORTABLE``; every other model (word2vec, the
-n-gram, ELMo, the task heads, the Vaswani Transformer, ...) is refused in one line by
-``layout_of``, with the reason in ``NEAR_MISSES`` where a transformers class looks close.
-Shared code asks the model only what the protocol offers (``spec()``, ``block_size``);
-the layouts read their family's config.
+n-gram, ELMo, the task heads, the prefix LM, ...) is refused in one line by ``layout_of``,
+with the reason in ``NEAR_MISSES`` where a transformers class looks close. Shared code
+asks the model only what the protocol offers (``spec()``, ``block_size``); the layouts
+read their family's config.
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
@@ -32,6 +33,17 @@ Loading checks before it reads any tensor: the config (an option minipt does not
 implement is a ValueError naming it), then every tensor name and shape against the model
 that config describes (a missing, extra or mis-shaped tensor is a ValueError naming it).
 Nothing is unpickled and no code from the folder runs; a ``pytorch_model.bin`` is refused.
+
+Folders as users find them: an encoder layout names its optional heads (``HEADS``: the MLM
+head, pooler, NSP / SOP head, each a tensor-name prefix), so a ``BertModel``,
+``BertForMaskedLM``, ``RobertaModel``, ``AlbertModel`` or ``AlbertForMaskedLM`` folder loads
+into the family's pre-training model: a head stored in full is read, a head with no tensor
+in the file keeps minipt's initialisation (seed 0), and one ``UserWarning`` names the heads
+left so. A head stored in part is a missing tensor, as ever. ``UNUSED`` prefixes are
+tensors a class stores that minipt's model has no place for (prefix -> why; RoBERTa's
+pooler, which transformers' ``RobertaForMaskedLM`` drops too): they are skipped, and the
+note says so. LayerNorm parameters under TensorFlow BERT's names (``LayerNorm.gamma`` /
+``.beta``, as in bert-base-uncased's file) are read as ``.weight`` / ``.bias``, as transformers does.
 
 Saving writes everything into a temporary folder beside the target first, so a failed
 export leaves nothing behind. A new folder is then renamed into place at once; with
@@ -47,6 +59,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +70,7 @@ from . import (
     bart_layout,
     bert_layout,
     electra_layout,
+    electra_mlm_layout,
     gpt2_layout,
     llama_layout,
     marian_layout,
@@ -246,6 +260,8 @@ def config_from_folder(folder) -> tuple[GPTConfig, object]:
     """The minipt config a transformers folder describes, and its layout module."""
     hf = read_config(folder)
     layout = LAYOUTS.get(hf["model_type"]) or MODEL_LAYOUTS.get(hf["model_type"])
+    if layout is electra_layout and electra_mlm_layout.reads(hf):     # one ELECTRA MLM folder, not a pair
+        layout = electra_mlm_layout
     if layout is None:
         known = ", ".join(f"{k} ({m.ARCHITECTURE})" for k, m in {**LAYOUTS, **MODEL_LAYOUTS}.items())
         raise ValueError(f"{Path(folder) / 'config.json'}: model_type {hf['model_type']!r} is not supported; "
@@ -269,8 +285,10 @@ def _pick_dtype(dtype, index: dict):
 def from_pretrained(folder, *, dtype=None) -> GPT:
     """A minipt ``GPT`` with the weights of a transformers ``GPT2LMHeadModel``,
     ``LlamaForCausalLM`` or ``OpenAIGPTLMHeadModel`` folder (or the model of a ``MODEL_LAYOUTS``
-    folder: XLNet, BERT). ``dtype`` float32 / float64 (default: float64 if the file
-    is float64, else float32; float16 tensors are widened)."""
+    folder: XLNet, BERT, RoBERTa, ALBERT, ELECTRA, T5, BART). ``dtype`` float32 / float64
+    (default: float64 if the file is float64, else float32; float16 tensors are widened).
+    An encoder folder without some heads (``BertModel``, ``BertForMaskedLM``, ...) loads with
+    those heads as initialised and one ``UserWarning`` naming them."""
     folder = Path(folder)
     if electra_layout.is_pair_folder(folder):        # ELECTRA: generator/ + discriminator/
         return electra_layout.from_pair_folder(folder, dtype)
@@ -281,16 +299,55 @@ def from_pretrained(folder, *, dtype=None) -> GPT:
     table = layout.entries(config)
     copies = layout.tied_copies(config) if hasattr(layout, "tied_copies") else \
         ({"lm_head.weight": table[0].theirs} if config.tie_embeddings else {})
-    stored = read_checked(folder, index, table, {n: p.shape for n, p in model.named_parameters()}, copies,
-                          layout.ARCHITECTURE)
-    model.load_state_dict(from_theirs(table, stored, model.dtype))
+    table, index, note = _heads_present(folder, layout, table, index)
+    shapes = {n: p.shape for n, p in model.named_parameters()}
+    stored = read_checked(folder, index, table, {e.ours: shapes[e.ours] for e in table}, copies, layout.ARCHITECTURE)
+    arrays = from_theirs(table, stored, model.dtype)
+    model.load_state_dict({**model.parameters(), **arrays})       # absent heads: as initialised
+    if note:
+        warnings.warn(note, stacklevel=2)
     return model
+
+
+def _heads_present(folder, layout, table: list, index: dict) -> tuple[list, dict, str | None]:
+    """``table`` without the entries of heads (``layout.HEADS``: what -> name prefix) that have
+    no tensor in ``index``, ``index`` without ``layout.UNUSED`` tensors, and the one-line note
+    naming both (None when the folder holds every head)."""
+    heads = getattr(layout, "HEADS", {})
+    absent = {what: prefix for what, prefix in heads.items() if not any(n.startswith(prefix) for n in index)}
+    table = [e for e in table if not e.theirs.startswith(tuple(absent.values()))]
+    unused = {p: why for p, why in getattr(layout, "UNUSED", {}).items() if any(n.startswith(p) for n in index)}
+    index = {n: v for n, v in index.items() if not n.startswith(tuple(unused))}
+    parts = []
+    if absent:
+        parts.append(f"no {', no '.join(f'{w} ({p}*)' for w, p in absent.items())} in this folder: "
+                     f"left at minipt's initialisation, so their outputs mean nothing until trained")
+    parts += [f"{p}* not loaded: {why}" for p, why in unused.items()]
+    return table, index, f"{folder}: {'; '.join(parts)}" if parts else None
+
+
+# LayerNorm parameters under the names of Google's TensorFlow BERT, which files converted from it
+# still use (bert-base-uncased's model.safetensors among them); transformers renames them alike
+LEGACY_NAMES = {"LayerNorm.gamma": "LayerNorm.weight", "LayerNorm.beta": "LayerNorm.bias"}
+
+
+def _modern_name(name: str) -> str:
+    for old, new in LEGACY_NAMES.items():
+        if name.endswith(old):
+            return name[:-len(old)] + new
+    return name
 
 
 def layout_index(folder, layout) -> dict:
     """The folder's tensor index under the names of ``layout`` (a bare file's names get its
-    prefix), buffers left out."""
-    index = tensor_index(folder)
+    prefix, ``LEGACY_NAMES`` their present names), buffers left out."""
+    index = {}
+    for name, info in tensor_index(folder).items():
+        modern = _modern_name(name)
+        if modern in index:
+            both = " and ".join(sorted({index[modern].key, name}))
+            raise ValueError(f"{folder}: tensor {modern} is stored twice, as {both}")
+        index[modern] = info
     if not any(name.startswith(layout.PREFIX) for name in index):     # a bare GPT2Model / LlamaModel file
         index = {(n if n == "lm_head.weight" else layout.PREFIX + n): v for n, v in index.items()}
     return {n: v for n, v in index.items() if not layout.is_buffer(n)}
