@@ -255,8 +255,12 @@ def ours_and_theirs(name: str, hf: Path, model, ids: np.ndarray) -> list[tuple[n
             theirs = (transformers.AutoModelForMaskedLM if name == "roberta"
                       else transformers.AutoModelForPreTraining).from_pretrained(hf).eval()
             out = theirs(input_ids=t)
-            mine = model.outputs(ids, None, None, None, None) if name != "roberta" else model.outputs(ids)
-            return [(mine.logits, (out.logits if name == "roberta" else out.prediction_logits).numpy())]
+            if name == "roberta":
+                return [(model.outputs(ids).logits, out.logits.numpy())]
+            mine = model.outputs(ids, None, None, None, None)
+            pair = out.seq_relationship_logits if name == "bert" else out.sop_logits
+            # NSP / SOP: minipt's label 1 (IsNext, in order) is transformers' 0; export swaps the rows
+            return [(mine.logits, out.prediction_logits.numpy()), (mine.nsp_logits[:, ::-1], pair.numpy())]
         if name == "electra":
             disc = transformers.ElectraForPreTraining.from_pretrained(hf / "discriminator").eval()
             gen = transformers.ElectraForMaskedLM.from_pretrained(hf / "generator").eval()
