@@ -207,13 +207,18 @@ def test_family_without_a_layout_is_refused_in_one_line(name, tmp_path):
     assert "\n" not in str(e.value) and not (tmp_path / "hf").exists()
 
 
-def test_cli_refuses_a_run_without_a_layout(tmp_path, capsys):
-    tok = WordTokenizer().fit("a b c d e f g h")
-    model = registry.build({**registry.get("prefixlm").tiny()[0].spec(), "vocab_size": tok.vocab_size})
-    run = tmp_path / "run"
+def tiny_run(root: Path, family: str, tok) -> Path:
+    """A run folder holding the registry's tiny ``family`` model, sized to ``tok``."""
+    model = registry.build({**registry.get(family).tiny()[0].spec(), "vocab_size": tok.vocab_size})
+    run = root / "run"
     run.mkdir()
     save_checkpoint(run / "checkpoint.npz", model, config=model.spec())
     tok.save(run / "tokenizer.json")
+    return run
+
+
+def test_cli_refuses_a_run_without_a_layout(tmp_path, capsys):
+    run = tiny_run(tmp_path, "prefixlm", WordTokenizer().fit("a b c d e f g h"))
     assert main(["export", "--checkpoint", str(run), "--to", str(tmp_path / "hf")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "prefixlm" in err and "no Hugging Face layout" in err
@@ -322,12 +327,7 @@ def test_trained_runs_export(name, tmp_path):
 
 def test_a_tokenizer_without_a_transformers_form_is_saved_as_minipts_and_said(tmp_path, capsys):
     from minipt.tokenizers.bpe import BPETokenizer
-    tok = BPETokenizer().fit(CORPUS, 20)                       # Sennrich's character BPE: no transformers class
-    model = registry.build({**registry.get("gpt").tiny()[0].spec(), "vocab_size": tok.vocab_size})
-    run = tmp_path / "run"
-    run.mkdir()
-    save_checkpoint(run / "checkpoint.npz", model, config=model.spec())
-    tok.save(run / "tokenizer.json")
+    run = tiny_run(tmp_path, "gpt", BPETokenizer().fit(CORPUS, 20))   # Sennrich's character BPE: no HF class
     assert main(["export", "--checkpoint", str(run), "--to", str(tmp_path / "hf")]) == 0
     assert "BPETokenizer has no transformers form" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == ["config.json", "minipt_tokenizer.json",
