@@ -182,8 +182,9 @@ def test_export_overwrite_replaces_only_export_files(tiny, tmp_path, capsys, mon
     before = snapshot(out)
     assert main(["export", "--checkpoint", "run", "--to", ".", "--overwrite"]) == 0
     capsys.readouterr()
-    assert main(["export", "--checkpoint", "run/checkpoint.npz", "--to", "run", "--overwrite"]) == 2
-    assert "holds a training run" in capsys.readouterr().err      # its tokenizer.json would be replaced
+    for overwrite in ([], ["--overwrite"]):                        # said first: --overwrite would not help
+        assert main(["export", "--checkpoint", "run/checkpoint.npz", "--to", "run", *overwrite]) == 2
+        assert "holds a training run" in capsys.readouterr().err  # its tokenizer.json would be replaced
     assert tmp_path.is_dir() and snapshot(out) == before
 
 

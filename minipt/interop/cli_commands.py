@@ -35,12 +35,12 @@ def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tu
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"--to {folder} is a file; --to names the folder to write")
-    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
-        raise FileExistsError(f"--to {folder} exists and is not empty; pass --overwrite to replace the files an "
-                              f"export writes there ({', '.join(sorted(export_files()))}); other files are kept")
     if (folder / "checkpoint.npz").is_file():
         raise FileExistsError(f"--to {folder} holds a training run (checkpoint.npz): the export's tokenizer.json "
                               "(transformers' form) would replace the run's; export to another folder")
+    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+        raise FileExistsError(f"--to {folder} exists and is not empty; pass --overwrite to replace the files an "
+                              f"export writes there ({', '.join(sorted(export_files()))}); other files are kept")
     model, tokenizer = load_trained(checkpoint_path)
     layout = layout_of(model)                          # refuses a family without a layout, in one line
     out = save_pretrained(model, folder, tokenizer=tokenizer, overwrite=overwrite)
