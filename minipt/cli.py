@@ -225,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_generate)
     p = sub.add_parser("export", help="write a trained model as a Hugging Face transformers folder", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
-    p.add_argument("--to", required=True, metavar="FOLDER", help="the folder to write (config.json, model.safetensors)")
+    p.add_argument("--to", required=True, metavar="FOLDER",
+                   help="the folder to write (config.json, model.safetensors and the tokenizer in the form "
+                        "AutoTokenizer reads); a model with no Hugging Face layout is refused")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier export in FOLDER (only the files an export writes; others are kept)")
     p.set_defaults(func=cmd_export)
