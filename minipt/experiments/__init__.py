@@ -1,12 +1,18 @@
-"""The seeds' comparisons, one experiment per file. Each file has ``BUDGETS`` (``tiny``
+"""The papers' comparisons, one experiment per file. Each file has ``BUDGETS`` (``tiny``
 for tests, ``quick`` by default, ``full``) and ``run(budget, *, seed, progress) -> dict``
 whose ``rows`` are the results table; ``minipt experiment NAME`` runs one and writes
-``results.json``, ``results.md`` (the table) and ``results.png`` (a bar chart)."""
+``results.json``, ``results.md`` (the table) and ``results.png`` (a bar chart). The claims
+ledger (``claims.py``, ``ledger.py``, ``minipt experiment claims``) judges each paper's
+claim from committed runs over seeds."""
 from __future__ import annotations
 
 import importlib
 
 EXPERIMENTS = {   # name -> (module, what it compares)
+    "smoothing": ("minipt.experiments.smoothing", "Kneser-Ney vs add-k (k tuned) trigrams, unigram floor"),
+    "nnlm": ("minipt.experiments.nnlm_mixture", "Bengio's NNLM vs a Kneser-Ney trigram, and their mixture"),
+    "word2vec": ("minipt.experiments.word2vec_variants",
+                 "skip-gram vs CBOW, negative sampling vs hierarchical softmax, on the toy analogies"),
     "knowledge": ("minipt.experiments.knowledge",
                   "BERT vs entity masking (ERNIE-Baidu) vs entity fusion (ERNIE-Tsinghua) on a task needing facts"),
     "transfer": ("minipt.experiments.transfer",
