@@ -239,10 +239,32 @@ def _masked_lm(args: argparse.Namespace, verb: str):
     return model, folder_tokenizer(args.hf, model)
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    """``minipt experiment claims``: the ledger from the committed runs; ``--run NAME``
+    first runs NAME over ``--seeds`` at the budget and commits it to the ledger."""
+    import json
+    from pathlib import Path
+
+    from .experiments import ledger
+    budget = "full" if args.full else args.budget
+    for name in args.run or ():
+        print(f"minipt experiment claims: running {name} ({budget}) over seeds {', '.join(map(str, args.seeds))}")
+        print("written: " + str(ledger.save(ledger.run_seeds(name, budget, args.seeds, progress=True))))
+    rows = ledger.rows()
+    print(ledger.table(rows))
+    print("verdicts: " + ", ".join(f"{v} {n}" for v, n in ledger.counts(rows).items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+        print(f"written: {args.json}")
+    return 0
+
+
 def cmd_experiment(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .experiments import EXPERIMENTS, get
+    if args.name == "claims":
+        return cmd_claims(args)
     from .experiments.report import check_folder, table, write
     module = get(args.name)
     out = Path(args.out or f"runs/experiment-{args.name}")
@@ -336,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_generate)
     p = sub.add_parser("export", help="write a trained model as a Hugging Face transformers folder", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
-    p.add_argument("--to", required=True, metavar="FOLDER", help="the folder to write (config.json, model.safetensors)")
+    p.add_argument("--to", required=True, metavar="FOLDER",
+                   help="the folder to write (config.json, model.safetensors and the tokenizer in the form "
+                        "AutoTokenizer reads); a model with no Hugging Face layout is refused")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier export in FOLDER (only the files an export writes; others are kept)")
     p.set_defaults(func=cmd_export)
@@ -361,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     from .experiments import EXPERIMENTS
     p = sub.add_parser("experiment", help="run one of the seeds' comparisons (tables and a plot)",
                        formatter_class=fmt, description="; ".join(f"{k}: {v[1]}" for k, v in EXPERIMENTS.items()))
-    p.add_argument("name", choices=list(EXPERIMENTS), help="which comparison")
+    p.add_argument("name", choices=list(EXPERIMENTS) + ["claims"],
+                   help="which comparison; `claims`: the ledger of every paper's claim, judged over seeds")
     p.add_argument("--full", action="store_true", help="the full run (longer; more steps and seeds)")
     p.add_argument("--budget", default="quick", choices=["tiny", "quick", "full"],
                    help="tiny: seconds (a smoke run); quick: a few minutes; full: as --full")
@@ -369,6 +394,11 @@ def main(argv: list[str] | None = None) -> int:
                    "(default: runs/experiment-NAME)")
     p.add_argument("--seed", type=seed, default=0, help="seed of data and initialisation")
     p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
+    p.add_argument("--json", default=None, metavar="FILE", help="with `claims`: write the ledger's rows as JSON")
+    p.add_argument("--run", nargs="+", default=None, choices=list(EXPERIMENTS), metavar="NAME",
+                   help="with `claims`: run these experiments over --seeds at the budget and commit them "
+                   "to the ledger first")
+    p.add_argument("--seeds", nargs="+", type=seed, default=[0, 1, 2], help="with `claims --run`: the seeds")
     p.set_defaults(func=cmd_experiment)
     args = parser.parse_args(argv)
     try:
