@@ -312,3 +312,18 @@ def test_models_says_which_have_no_preset_and_why(capsys):
     assert main(["train", "bert-qa", "--out", "nowhere"]) == 2
     assert one_line(capsys.readouterr().err) == f"minipt train: error: bert-qa has no preset to train: " \
                                                 f"{registry.get('bert-qa').no_preset}"
+
+
+def test_an_nnlm_run_keeps_its_settings_too(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(loop, "plot_history", lambda history, path, oracle=None: path.write_bytes(b"\x89PNG") and path)
+    monkeypatch.setitem(registry.get("nnlm").presets, "tiny", Preset(
+        model=dict(order=3, dim=8, hidden=8, direct=True), batch_size=4,
+        train=dict(steps=4, lr=1e-2, warmup=1, eval_every=2, eval_batches=1), data=dict(n_words=3000, block_size=8)))
+    out = tmp_path / "nnlm"
+    assert main(["train", "nnlm", "--preset", "tiny", "--out", str(out)]) == 0
+    before = snapshot(out)
+    for extra, said in ((["--seed", "7"], "has seed 0, not 7"), (["--steps", "9"], "has steps 4, not 9"),
+                        (["--steps", "4"], "the run is finished")):
+        capsys.readouterr()
+        assert main(["train", "nnlm", "--out", str(out), "--resume", *extra]) == 2
+        assert said in one_line(capsys.readouterr().err) and snapshot(out) == before
