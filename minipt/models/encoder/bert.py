@@ -349,4 +349,5 @@ def tiny() -> tuple[BertForPreTraining, tuple]:
 register(ModelEntry(
     name="bert", title="BERT", paper="Devlin et al. 2019, BERT: Pre-training of Deep Bidirectional "
     "Transformers for Language Understanding", objective="MLM + NSP", build=build, tiny=tiny,
-    lesson="15_bert", presets=PRESETS, recipe=encoder_recipe(), language_model=False))
+    lesson="15_bert", presets=PRESETS, recipe=encoder_recipe(), language_model=False,
+    verbs=("fill", "embed")))

@@ -119,4 +119,4 @@ register(ModelEntry(
     "Approach", objective="MLM (dynamic masking)", build=build, tiny=tiny, lesson="16_bert_variants",
     presets=ROBERTA_PRESETS, recipe=encoder_recipe(EncoderHooks(mode="packed", sentence_task=None,
                                                                 tokenizer=byte_bpe_tokenizer)),
-    language_model=False))
+    language_model=False, verbs=("fill", "embed")))
