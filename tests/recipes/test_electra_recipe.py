@@ -5,7 +5,12 @@ import numpy as np
 import pytest
 
 from minipt.data.encoder_corpus import encoder_corpus
-from minipt.models.encoder.electra import ELECTRA_TINY, ElectraConfig, ElectraOutput, build
+from minipt.models.encoder.electra import (
+    ELECTRA_TINY,
+    ElectraConfig,
+    ElectraOutput,
+    build,
+)
 from minipt.recipes.electra import detection_metrics, electra_batches, electra_evaluate
 from minipt.tasks.metrics import binary_entropy
 
