@@ -12,6 +12,9 @@ paths, resolved when the CLI runs them, are exactly how models name recipes).
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +155,31 @@ def test_no_import_cycle_in_minipt(graph):
 def test_no_model_imports_a_recipe_or_an_experiment(graph):
     bad = layer_violations(graph)
     assert not bad, "models stand below recipes and experiments: " + ", ".join(bad)
+
+
+def test_every_model_registers_without_the_layers_above():
+    """Importing every model file (the registry's discovery) loads no recipe or experiment:
+    the dotted paths wait until the CLI runs or lists a model."""
+    code = ("import sys; from minipt.models import registry; registry._discover(); "
+            "print(len(registry._REGISTRY), sorted(m for m in sys.modules if m.startswith(('minipt.recipes', "
+            "'minipt.experiments'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.split(maxsplit=1)
+    assert int(out[0]) > 25 and out[1].strip() == "[]"
+
+
+def test_dotted_recipes_and_presets_resolve_on_use():
+    from minipt.models import registry
+    from minipt.recipes import encoder
+    bert = registry.get("bert")
+    assert isinstance(bert.recipe, registry.DottedRecipe) and bert.recipe.path == "minipt.recipes.encoder.bert_recipe"
+    assert bert.presets["toy"] is encoder.PRESETS["toy"] and list(bert.presets) == list(encoder.PRESETS)
+    bert.presets["extra"] = encoder.PRESETS["toy"]                       # writes go to the recipe's dict
+    assert "extra" in encoder.PRESETS
+    del bert.presets["extra"]
+    assert "extra" not in encoder.PRESETS
+    assert registry.resolve("minipt.recipes.encoder.bert_recipe") is encoder.bert_recipe
+    with pytest.raises(ValueError, match="module minipt.recipes.encoder has no attribute 'nope'"):
+        registry.resolve("minipt.recipes.encoder.nope")
+    with pytest.raises(ValueError, match="expected a dotted path"):
+        registry.resolve("encoder")
