@@ -21,12 +21,14 @@ corpus mode it reads (``"nsp"``, ``"sop"`` or ``"packed"``), the name of its sen
 task, and two functions, ``batches(corpus, model)`` -> ``get_batch(split, rng)`` for the
 trainer, and ``evaluate(model, corpus, rng)`` -> (summary lines, metrics). The defaults
 (``EncoderHooks()``) are BERT's; ``tokenizer`` replaces WordPiece (RoBERTa's byte-level
-BPE), and a preset's ``position_offset`` is added to ``max_position``. RoBERTa registers
-``recipe=encoder_recipe(EncoderHooks(mode="packed", sentence_task=None))``; ALBERT
-``EncoderHooks(mode="sop", sentence_task="SOP")``; ELECTRA passes a ``batches`` that
-masks ``corpus.unmasked(...)`` with its generator and an ``evaluate`` that scores
-replaced-token detection, and may call ``mlm_metrics`` for its generator. Everything
-else (run folder, presets, trainer, report file) is shared.
+BPE), and a preset's ``position_offset`` is added to ``max_position``. The family's
+presets and recipes sit at the bottom of this file, where the registry finds them by
+dotted path (``"minipt.recipes.encoder.albert_recipe"``: a model file imports no recipe):
+RoBERTa's ``EncoderHooks(mode="packed", sentence_task=None, tokenizer=...)``, ALBERT's
+``EncoderHooks(mode="sop", sentence_task="SOP")``; ELECTRA's (``electra.py``) passes a
+``batches`` that masks ``corpus.unmasked(...)`` for its generator and an ``evaluate`` that
+scores replaced-token detection. Everything else (run folder, presets, trainer, report
+file) is shared.
 
 Run-folder rules (``run_folder.py``): a second run into a folder is refused; ``--overwrite``
 replaces it; ``--resume`` continues it with the preset, steps and seed saved in
