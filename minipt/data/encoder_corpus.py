@@ -20,6 +20,13 @@ document-level regularities, each keeping every sentence a sentence of the langu
 - **a journey**: every sentence ends at a place, and the places follow the fixed cycle
   ``PLACES`` (river -> forest -> bank -> ... -> castle -> river) from a random start - an
   order, the cue SOP needs (a swapped pair goes one step backwards).
+  On the cycle (``journey="cycle"``, the default) every place is as often first as second
+  in either class, so no sum of per-token cues f(A's place) + g(B's place) separates
+  in-order from swapped pairs: the SOP label is an interaction of two words alone. A
+  held-out probe on the bag of (token, segment) counts sits at chance (0.499) while one on
+  the pair of places is exact (``scripts/investigate_sop.py``, issue 32). ``journey="path"``
+  (the places in their fixed order, no wrap-around) adds the additive cue rank(B) -
+  rank(A), as "first ... then ... at last" gives real text.
 
 A random B from another story differs from A's story in domain half the time (a topic
 cue, seen in the word statistics of each segment alone) and nearly always in protagonist
@@ -69,6 +76,7 @@ from .toy_grammar import STATES, SUBJECT_STATES
 
 PLACES = tuple(STATES["place"])                  # the journey's cycle, in this order
 MODES = ("nsp", "sop", "packed")
+JOURNEYS = ("cycle", "path")
 
 
 def _sentence_pool(lang: HMMLanguage, n: int, rng: np.random.Generator) -> dict[str, list[tuple]]:
@@ -89,18 +97,25 @@ def _sentence_pool(lang: HMMLanguage, n: int, rng: np.random.Generator) -> dict[
 
 def story_documents(n_docs: int, rng: np.random.Generator, *, min_sentences: int = 3, max_sentences: int = 6,
                     pool_size: int | None = None, domains: tuple[str, ...] = ("general", "court"),
-                    with_domains: bool = False):
+                    with_domains: bool = False, journey: str = "cycle"):
     """``n_docs`` stories (lists of sentences, each a list of words ending in "."): a
     domain drawn uniformly from ``domains``, one protagonist, places following ``PLACES``
     (see the module docstring). Sentences come from a pool of ``pool_size`` sampled ones
     per domain (default min(2000, n_docs * max_sentences)); subject and place words are
-    then set per story. ``with_domains``: also return each story's domain."""
+    then set per story. ``with_domains``: also return each story's domain. ``journey``
+    (``JOURNEYS``): "cycle" starts anywhere on the cycle of places and wraps around; "path"
+    starts early enough to end by ``PLACES[-1]`` without wrapping (see the module docstring)."""
     check_positive_int("n_docs", n_docs)
     check_positive_int("min_sentences", min_sentences)
     if max_sentences < min_sentences:
         raise ValueError(f"max_sentences {max_sentences} is below min_sentences {min_sentences}")
     if not domains:
         raise ValueError("domains: expected at least one of the toy domains, got none")
+    if journey not in JOURNEYS:
+        raise ValueError(f"journey must be one of {JOURNEYS}, got {journey!r}")
+    if journey == "path" and max_sentences > len(PLACES):
+        raise ValueError(f"a path journey visits each of the {len(PLACES)} places once: max_sentences "
+                         f"{max_sentences} is too many")
     pool_size = min(2000, n_docs * max_sentences) if pool_size is None else pool_size
     check_positive_int("pool_size", pool_size)
     pools = {d: _sentence_pool(domain_language(d), pool_size, rng) for d in domains}
@@ -111,7 +126,7 @@ def story_documents(n_docs: int, rng: np.random.Generator, *, min_sentences: int
         domain = domains[int(rng.integers(len(domains)))]
         pool = pools[domain]
         state, (words, subject, place) = everything[domain][int(rng.integers(len(everything[domain])))]
-        hero, start = words[subject], int(rng.integers(len(PLACES)))
+        hero, start = words[subject], int(rng.integers(len(PLACES) if journey == "cycle" else len(PLACES) - n + 1))
         story = []
         for k in range(n):
             if k:
@@ -307,14 +322,15 @@ class EncoderCorpus:
 
 
 def encoder_corpus(*, n_docs: int = 1000, vocab_size: int = 250, seed: int = 0, fit_tokenizer=None,
-                   **kw) -> EncoderCorpus:
+                   journey: str = "cycle", **kw) -> EncoderCorpus:
     """Stories (``n_docs`` for training, a tenth more, independent, for validation), a
     WordPiece vocabulary fitted on the training stories (or ``fit_tokenizer(docs,
     vocab_size)``'s, e.g. RoBERTa's byte-level BPE), and an ``EncoderCorpus`` over
-    them; ``kw`` goes to ``EncoderCorpus`` (mode, max_length, batch_size, ...)."""
+    them; ``journey`` goes to ``story_documents``, ``kw`` to ``EncoderCorpus`` (mode,
+    max_length, batch_size, ...)."""
     rng = np.random.default_rng(seed)
-    train_docs = story_documents(n_docs, rng)
-    val_docs = story_documents(max(n_docs // 10, 2), rng)
+    train_docs = story_documents(n_docs, rng, journey=journey)
+    val_docs = story_documents(max(n_docs // 10, 2), rng, journey=journey)
     tok = (fit_tokenizer or wordpiece_tokenizer)(train_docs, vocab_size)
     docs = {"train": encode_documents(train_docs, tok), "val": encode_documents(val_docs, tok)}
     return EncoderCorpus(docs, tok, seed=seed, **kw)

@@ -19,8 +19,14 @@ have something to learn), WordPiece, one encoder size for all:
 4. **ELECTRA vs BERT at equal compute** (Clark et al. 2020, table 1): ELECTRA's
    discriminator is BERT's size; it gets the number of steps whose training FLOPs equal
    BERT's (``train_flops``: 6 x matmul weights per token plus the attention scores, per
-   model part, generator included). Measured: sentiment accuracy after the same
-   fine-tuning.
+   model part, generator included). Both read the same packed batches; the real tokens
+   each one trained on are counted, and ``"pre-training FLOPs"`` = tokens x FLOPs per
+   token states the equality as measured. Measured: sentiment accuracy after the same
+   fine-tuning; and, on held-out batches, the discriminator's replaced-token AUC and
+   loss against the base-rate entropy (``recipes/electra.py``), for ELECTRA and for the
+   **uniform-generator control** (replacements uniform over the vocabulary, same steps),
+   which shows whether a discriminator at the base rate failed to learn or faced
+   replacements too plausible to spot.
 
 Every figure is reported as it came out (``rows``); the lesson ``16_bert_variants``
 quotes them.
@@ -39,8 +45,9 @@ from ..data.encoder_corpus import (
 )
 from ..models.encoder.albert import AlbertConfig, AlbertForPreTraining
 from ..models.encoder.bert import BertConfig, BertForPreTraining
-from ..models.encoder.electra import Electra, ElectraConfig, electra_batches
+from ..models.encoder.electra import Electra, ElectraConfig
 from ..models.encoder.finetune import BertForSequenceClassification
+from ..recipes.electra import detection_metrics, electra_batches
 from ..tasks.bert_inputs import BertTaskBatches, score
 from ..train import TrainConfig, evaluate, train
 
@@ -76,6 +83,19 @@ def _pretrain(model, get_batch, steps: int, seed: int, progress: bool):
     config = TrainConfig(steps=steps, lr=2e-3, min_lr=2e-4, warmup=max(steps // 10, 1), weight_decay=0.01,
                          betas=(0.9, 0.999), eval_every=0, seed=seed, progress=progress)
     return train(model, get_batch, config)
+
+
+def counting_tokens(get_batch, tally: dict, key: str):
+    """``get_batch`` that adds the real tokens (attention mask, index 2) of every training
+    batch to ``tally[key]``: the tokens a pre-training run consumed, measured."""
+    tally[key] = 0
+
+    def get(split, rng):
+        batch = get_batch(split, rng)
+        if split == "train":
+            tally[key] += int(np.asarray(batch[2]).sum())
+        return batch
+    return get
 
 
 def head_accuracy(model, corpus: EncoderCorpus, n_batches: int, seed: int = 7) -> float:
@@ -131,7 +151,8 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
 
     # 1. static vs dynamic masking (MLM only, packed)
     dynamic, static = build(BertForPreTraining, bert_config), build(BertForPreTraining, bert_config)
-    pre(dynamic, packed.get_batch)
+    tokens: dict[str, int] = {}
+    pre(dynamic, counting_tokens(packed.get_batch, tokens, "BERT"))
     pre(static, packed_static.get_batch)
     for name, model in (("static masking", static), ("dynamic masking", dynamic)):
         loss = evaluate(model, packed.get_batch, b["eval_batches"], np.random.default_rng(11))
@@ -157,15 +178,28 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
                          "metric": f"{task_name} accuracy", "value": head_accuracy(model, held_out,
                                                                                    b["eval_batches"])})
 
-    # 4. ELECTRA vs BERT at equal training FLOPs: downstream sentiment
-    electra = build(Electra, ElectraConfig(vocab_size=V, max_position=MAX_LENGTH, **ENCODER, **GENERATOR))
+    # 4. ELECTRA vs BERT at equal training FLOPs: downstream sentiment; detection against its floors
+    electra_config = ElectraConfig(vocab_size=V, max_position=MAX_LENGTH, **ENCODER, **GENERATOR)
+    electra = build(Electra, electra_config)
+    uniform = build(Electra, ElectraConfig(**{**electra_config.to_dict(), "generator_sampling": "uniform"}))
     flops = {"BERT": train_flops(dynamic), "ELECTRA": train_flops(electra)}
     electra_steps = max(1, round(steps * flops["BERT"] / flops["ELECTRA"]))
-    _pretrain(electra, electra_batches(packed), electra_steps, seed, progress)
+    _pretrain(electra, counting_tokens(electra_batches(packed), tokens, "ELECTRA"), electra_steps, seed, progress)
+    _pretrain(uniform, counting_tokens(electra_batches(packed), tokens, "ELECTRA, uniform generator"), electra_steps,
+              seed, progress)
     rows.append({"comparison": "electra", "model": f"BERT (MLM), {steps} steps", "metric": "sentiment test accuracy",
                  "value": next(r["value"] for r in rows if r["model"] == "full sentences, MLM only")})
     rows.append({"comparison": "electra", "model": f"ELECTRA, {electra_steps} steps", "metric": "sentiment test accuracy",
                  "value": fine(electra.discriminator)})
+    rows.append({"comparison": "electra", "model": f"ELECTRA, uniform generator, {electra_steps} steps",
+                 "metric": "sentiment test accuracy", "value": fine(uniform.discriminator)})
+    for name, model in (("ELECTRA", electra), ("ELECTRA, uniform generator", uniform)):
+        found = detection_metrics(model, electra_batches(packed), b["eval_batches"], np.random.default_rng(13))
+        for metric, key in (("replaced-token AUC (chance 0.5)", "rtd_auc"), ("discriminator loss", "disc_loss"),
+                            ("base-rate entropy", "base_rate_entropy")):
+            rows.append({"comparison": "electra detection", "model": name, "metric": metric, "value": found[key]})
+    per_token = {**flops, "ELECTRA, uniform generator": flops["ELECTRA"]}
     return {"rows": rows, "budget": budget, "steps": steps, "electra steps": electra_steps, "flops per token": flops,
+            "pre-training tokens": tokens, "pre-training FLOPs": {k: per_token[k] * n for k, n in tokens.items()},
             "static dup_factor": dup, "vocab": V, "sentiment chance": max(p := float(np.mean([e["label"] for e in
                                                                                        task.data.test])), 1 - p)}

@@ -43,6 +43,7 @@ import numpy as np
 from ..models.encoder.bert import BertConfig
 from ..models.encoder.electra import Electra, ElectraConfig
 from .bert_layout import encoder_config_to_hf, layer_entries, read_encoder_config
+from .folder_tensors import layout_index, pick_dtype, read_checked
 from .hf_config import CONFIG as CONFIG_JSON
 from .hf_config import get_int, read_config
 from .layout import Entry, from_theirs, to_theirs
@@ -164,7 +165,6 @@ def is_pair_folder(folder: Path) -> bool:
 
 def from_pair_folder(folder: Path, dtype=None) -> Electra:
     """minipt's ``Electra`` from FOLDER/discriminator + FOLDER/generator (see the docstring)."""
-    from .pretrained import _pick_dtype, layout_index, read_checked
     hf = {p: read_config(folder / p) for p in PARTS}
     for p, cfg in hf.items():
         if cfg["model_type"] != MODEL_TYPE:
@@ -175,7 +175,7 @@ def from_pair_folder(folder: Path, dtype=None) -> Electra:
     except ValueError as e:
         raise ValueError(f"{folder}: {str(e).removeprefix('config.json: ')}") from None
     index = {p: layout_index(folder / p, sys.modules[__name__]) for p in PARTS}
-    model = build(config, np.random.default_rng(0), _pick_dtype(dtype, {**index["discriminator"], **index["generator"]}))
+    model = build(config, np.random.default_rng(0), pick_dtype(dtype, {**index["discriminator"], **index["generator"]}))
     shapes = {n: p.shape for n, p in model.named_parameters()}
     arrays = {}
     stored = {}

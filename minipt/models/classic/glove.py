@@ -160,11 +160,6 @@ def tiny() -> tuple[GloVe, tuple]:
     return model, (i[:12], j[:12], x[:12])
 
 
-def _recipe(entry, preset, **options):
-    from ...recipes.classic import vectors_recipe
-    return vectors_recipe(entry, preset, **options)
-
-
 register(ModelEntry(
     name="glove", title="GloVe", paper="Pennington, Socher & Manning 2014, GloVe: Global Vectors for Word "
     "Representation", objective="weighted least squares on log co-occurrences", build=build, tiny=tiny,
@@ -172,4 +167,4 @@ register(ModelEntry(
     presets={"toy": Preset(model=dict(dim=32, x_max=100.0), train=dict(epochs=300, lr=1.0), batch_size=256,
                            data=dict(n_words=300_000, window=5),
                            expected="analogies 0.53 of 32 (PPMI+SVD 0.59), category gap 0.32, purity 0.83")},
-    recipe=_recipe))
+    recipe="minipt.recipes.classic.vectors_recipe"))

@@ -337,14 +337,9 @@ def tiny() -> tuple[NGramLM, tuple]:
     return model, (idx, np.roll(idx, -1, axis=1))
 
 
-def _recipe(entry, preset, **options):
-    from ...recipes.classic import lm_recipe
-    return lm_recipe(entry, preset, **options)
-
-
 register(ModelEntry(
     name="ngram", title="n-gram LM (Kneser-Ney)", paper="Kneser & Ney 1995; Chen & Goodman 1998",
     objective="counts (MLE, add-k, interpolated KN, back-off)", build=build, tiny=tiny, lesson="04_ngram", has_backward=False,
     presets={"toy": Preset(model=dict(order=3, smoothing="kn"), train={}, data=dict(n_words=200_000),
                            expected="trigram KN 1.818 nats/word (perplexity 6.16); oracle 1.792 (6.00); < 1 s")},
-    recipe=_recipe))
+    recipe="minipt.recipes.classic.lm_recipe"))

@@ -131,11 +131,6 @@ def tiny() -> tuple[NNLM, tuple]:
     return model, (idx, targets)
 
 
-def _recipe(entry, preset, **options):
-    from ...recipes.classic import lm_recipe
-    return lm_recipe(entry, preset, **options)
-
-
 register(ModelEntry(
     name="nnlm", title="Bengio NNLM", paper="Bengio, Ducharme, Vincent & Jauvin 2003, A Neural Probabilistic "
     "Language Model", objective="next word from n-1 words", build=build, tiny=tiny, lesson="05_nnlm",
@@ -144,4 +139,4 @@ register(ModelEntry(
                                       eval_every=250, eval_batches=20, grad_clip=1.0),
                            batch_size=32, data=dict(n_words=200_000, block_size=16),
                            expected="1.806 nats/word (perplexity 6.08); oracle 1.792 (6.00); 1000 steps")},
-    recipe=_recipe))
+    recipe="minipt.recipes.classic.lm_recipe"))

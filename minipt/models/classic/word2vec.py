@@ -242,11 +242,6 @@ def _variant_check(arch: str, output: str):
     return GradcheckCase(f"word2vec {arch} + {output}", "V11 C6, 5 examples", run)
 
 
-def _recipe(entry, preset, **options):
-    from ...recipes.classic import vectors_recipe
-    return vectors_recipe(entry, preset, **options)
-
-
 register(ModelEntry(
     name="word2vec", title="word2vec", paper="Mikolov et al. 2013a, Efficient Estimation of Word "
     "Representations in Vector Space; Mikolov et al. 2013b, Distributed Representations of Words and Phrases",
@@ -256,4 +251,4 @@ register(ModelEntry(
                            train=dict(epochs=5), data=dict(n_words=300_000),
                            expected="analogies 0.50 of 32 (PPMI+SVD 0.59), category gap 0.28, purity 0.91")},
     gradchecks=tuple(_variant_check(a, o) for a, o in (("skipgram", "hs"), ("cbow", "neg"), ("cbow", "hs"))),
-    recipe=_recipe))
+    recipe="minipt.recipes.classic.vectors_recipe"))

@@ -50,7 +50,6 @@ from ...nn.positions import LearnedPositions
 from ...nn.stack import TransformerStack
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.linear import linear_backward, linear_forward
-from ...recipes.char_lm import CHAR_PRESETS, train_char_lm
 from ..protocol import log_prob_from_loss
 from ..registry import ModelEntry, register
 
@@ -229,7 +228,8 @@ def gpt_entry(name: str, title: str, paper: str, make, lesson: str, **tiny_kw) -
         return perturbed(model), tiny_batch()
 
     return ModelEntry(name=name, title=title, paper=paper, objective="causal LM", build=build, tiny=tiny,
-                      lesson=lesson, presets=CHAR_PRESETS, recipe=train_char_lm)
+                      lesson=lesson, presets="minipt.recipes.char_lm.CHAR_PRESETS",
+                      recipe="minipt.recipes.char_lm.train_char_lm")
 
 
 register(gpt_entry("gpt1", "GPT-1", "Radford et al. 2018, Improving Language Understanding by Generative "

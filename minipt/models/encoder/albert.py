@@ -27,11 +27,10 @@ what is not shared).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from ...recipes.encoder import PRESETS, EncoderHooks, encoder_recipe
 from ..registry import ModelEntry, register
 from .bert import TINY, BertConfig, BertForPreTraining, perturbed, tiny_batch
 
@@ -114,17 +113,8 @@ def tiny(share: str | None = "all") -> tuple[AlbertForPreTraining, tuple]:
     return perturbed(model), tiny_batch()
 
 
-_bert = PRESETS["toy"]
-ALBERT_PRESETS = {   # BERT's toy run with E 16, four layers sharing one set of weights, no dropout, SOP pairs
-    "toy": replace(_bert, model={**_bert.model, "n_layer": 4, "embedding_size": 16, "share": "all", "dropout": 0.0},
-                   expected="masked-token accuracy 0.346 (most-frequent-token baseline 0.124); SOP accuracy 0.495 "
-                            "(chance 0.5: not learned at this budget); validation loss 3.132; 600 steps, 480 s on a "
-                            "shared 2-core machine at load 20"),
-}
-
 register(ModelEntry(
     name="albert", title="ALBERT", paper="Lan et al. 2020, ALBERT: A Lite BERT for Self-supervised Learning "
     "of Language Representations", objective="MLM + SOP", build=build, tiny=tiny,
-    lesson="16_bert_variants", presets=ALBERT_PRESETS, recipe=encoder_recipe(EncoderHooks(mode="sop",
-                                                                                        sentence_task="SOP")),
-    language_model=False, verbs=("fill", "embed")))
+    lesson="16_bert_variants", presets="minipt.recipes.encoder.ALBERT_PRESETS",
+    recipe="minipt.recipes.encoder.albert_recipe", language_model=False, verbs=("fill", "embed")))

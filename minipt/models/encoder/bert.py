@@ -54,7 +54,6 @@ from ...nn.norms import LayerNorm
 from ...nn.positions import LearnedPositions
 from ...nn.stack import TransformerStack
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from ...recipes.encoder import PRESETS, encoder_recipe
 from ..protocol import IGNORE
 from ..registry import ModelEntry, register
 
@@ -349,5 +348,5 @@ def tiny() -> tuple[BertForPreTraining, tuple]:
 register(ModelEntry(
     name="bert", title="BERT", paper="Devlin et al. 2019, BERT: Pre-training of Deep Bidirectional "
     "Transformers for Language Understanding", objective="MLM + NSP", build=build, tiny=tiny,
-    lesson="15_bert", presets=PRESETS, recipe=encoder_recipe(), language_model=False,
-    verbs=("fill", "embed")))
+    lesson="15_bert", presets="minipt.recipes.encoder.PRESETS",
+    recipe="minipt.recipes.encoder.bert_recipe", language_model=False, verbs=("fill", "embed")))

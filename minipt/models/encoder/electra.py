@@ -22,6 +22,11 @@ The binary cross-entropy is the 2-class softmax cross-entropy of the logits (0, 
 log sigmoid(z) = z - log(1 + e^z) = log softmax((0, z))[1], so it reuses
 ``ops/cross_entropy.py``.
 
+The **uniform-generator control** (``generator_sampling="uniform"``) draws the
+replacements uniformly from the vocabulary instead of from G (G still trains, its samples
+go unused): a discriminator that beats the base rate there but not with G's samples is
+facing plausible replacements, not failing to learn.
+
 Sampling draws from ``self.sampler`` (a Generator seeded by ``sample_seed``) in training;
 in eval mode each call draws from a fresh Generator seeded with ``sample_seed``, so the same
 batch always gets the same replacements and evaluation is deterministic.
@@ -41,25 +46,25 @@ Parameters (V vocab, P positions, E embedding size, H = d_model of D, H_G of G, 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from ...core.checks import check_positive_int
-from ...core.module import Module, eval_mode
+from ...core.module import Module
 from ...nn.activations import Activation
 from ...nn.heads import MLMHead
 from ...nn.linear import Linear
-from ...objectives.electra import discriminator_inputs, generator_inputs
+from ...objectives.electra import discriminator_inputs
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from ...recipes.encoder import PRESETS, EncoderHooks, encoder_recipe
 from ..protocol import IGNORE
 from ..registry import ModelEntry, register
 from . import bert
 from .bert import BertConfig, BertEncoder, BertForPreTraining
 
 DISC_WEIGHT = 50.0          # lambda (section 3.1)
+SAMPLINGS = ("mlm", "uniform")
 
 
 @dataclass
@@ -77,6 +82,7 @@ class ElectraConfig:
     generator_d_ff: int = 64
     generator_n_layer: int | None = None
     disc_weight: float = DISC_WEIGHT     # lambda
+    generator_sampling: str = "mlm"      # "mlm": x^ ~ p_G; "uniform": x^ ~ U(vocabulary), the control
     dropout: float = 0.1
     eps: float = 1e-12
     activation: str = "gelu"
@@ -86,6 +92,8 @@ class ElectraConfig:
         check_positive_int("generator_d_model", self.generator_d_model)
         if self.generator_n_layer is not None:
             check_positive_int("generator_n_layer", self.generator_n_layer)
+        if self.generator_sampling not in SAMPLINGS:
+            raise ValueError(f"generator_sampling must be one of {SAMPLINGS}, got {self.generator_sampling!r}")
         if not self.disc_weight > 0:
             raise ValueError(f"disc_weight (lambda) must be > 0, got {self.disc_weight}")
         check_positive_int("sample_seed", self.sample_seed, minimum=0)
@@ -173,14 +181,18 @@ class Electra(Module):
         return {"model": self.name, **self.config.to_dict()}
 
     def sample(self, generator_logits: np.ndarray, masked: np.ndarray) -> np.ndarray:
-        """Draw x^_t ~ softmax(generator logits) at the masked positions (B, T) -> ids (B, T)
-        (0 elsewhere). Plain NumPy on copied values: no gradient path exists."""
+        """Draw x^_t ~ softmax(generator logits) (or uniformly, the control) at the masked
+        positions (B, T) -> ids (B, T) (0 elsewhere). Plain NumPy on copied values: no
+        gradient path exists."""
         rng = self.sampler if self.training else np.random.default_rng(self.config.sample_seed)
+        samples = np.zeros(masked.shape, dtype=np.int64)
+        if self.config.generator_sampling == "uniform":
+            samples[masked] = rng.integers(0, self.config.vocab_size, size=int(masked.sum()))
+            return samples
         z = generator_logits[masked].astype(np.float64)                         # (n, V)
         p = np.exp(z - z.max(axis=1, keepdims=True))
         cdf = np.cumsum(p, axis=1)                                               # (n, V)
         u = rng.random(len(z))[:, None] * cdf[:, -1:]                           # (n, 1)
-        samples = np.zeros(masked.shape, dtype=np.int64)
         samples[masked] = np.minimum((cdf < u).sum(axis=1), z.shape[1] - 1)      # inverse CDF
         return samples
 
@@ -220,45 +232,6 @@ class Electra(Module):
         self.generator.backward(self.generator_head.backward(cross_entropy_backward(dloss, mlm_cache)))
 
 
-# -- the recipe's hooks (``recipes/encoder.py``) --------------------------------------
-def electra_batches(corpus, model=None, max_tries: int = 100):
-    """get_batch(split, rng): clean instances of an ``EncoderCorpus`` with 15 % of the
-    ordinary tokens [MASK]ed (``objectives/electra.py``), drawn again while none is."""
-    def get(split, rng):
-        ids, segments, mask, _ = corpus.unmasked(split, rng)                   # (B, T) each
-        for _ in range(max_tries):
-            inputs, targets = generator_inputs(ids, rng, mask_id=corpus.mask_id, vocab_size=corpus.vocab_size,
-                                               special_ids=corpus.special_ids, mask_prob=corpus.mask_prob)
-            if (targets != IGNORE).any():
-                return inputs, segments, mask, targets
-        raise ValueError(f"no position was chosen for masking in {max_tries} draws")
-    return get
-
-
-def electra_evaluate(model: Electra, corpus, rng: np.random.Generator, n_batches: int = 20):
-    """Replaced-token detection on held-out batches: accuracy over real tokens against
-    the always-original baseline, the share of replaced tokens found, and the
-    generator's accuracy at the masked positions."""
-    get, hit, n, found, replaced, gen_hit, masked = electra_batches(corpus), 0, 0, 0, 0, 0, 0
-    with eval_mode(model):
-        for _ in range(n_batches):
-            batch = get("val", rng)
-            out = model.outputs(*batch)
-            real, chosen = out.replaced != IGNORE, batch[3] != IGNORE
-            said = (out.logits > 0).astype(np.int64)
-            hit += int((said == out.replaced)[real].sum())
-            n += int(real.sum())
-            found += int((said == 1)[out.replaced == 1].sum())
-            replaced += int((out.replaced == 1).sum())
-            gen_hit += int((out.generator_logits.argmax(-1) == batch[3])[chosen].sum())
-            masked += int(chosen.sum())
-    metrics = {"rtd_accuracy": hit / n, "rtd_baseline": 1 - replaced / n, "replaced_found": found / max(replaced, 1),
-               "replaced_share": replaced / n, "generator_accuracy": gen_hit / masked}
-    return [f"replaced-token detection accuracy {metrics['rtd_accuracy']:.3f} on {n} held-out tokens (always "
-            f"'original' {metrics['rtd_baseline']:.3f}); replaced tokens found {metrics['replaced_found']:.3f}; "
-            f"generator accuracy at the masked positions {metrics['generator_accuracy']:.3f}"], metrics
-
-
 # -- registry entry -------------------------------------------------------------------
 ELECTRA_TINY = dict(vocab_size=bert.TINY["vocab_size"], max_position=8, n_layer=2, n_head=2, d_model=8, d_ff=16,
                     embedding_size=6, generator_d_model=4, generator_n_head=1, generator_d_ff=8, dropout=0.1)
@@ -275,19 +248,9 @@ def tiny() -> tuple[Electra, tuple]:
     return bert.perturbed(build(rng=np.random.default_rng(0), dtype=np.float64, **ELECTRA_TINY)), (ids, segments, mask, mlm)
 
 
-_bert = PRESETS["toy"]
-ELECTRA_PRESETS = {   # BERT's toy run; the discriminator is BERT's size, the generator half as wide
-    "toy": replace(_bert, model={**_bert.model, "generator_d_model": 32, "generator_n_head": 2,
-                                 "generator_d_ff": 128},
-                   expected="replaced-token detection accuracy 0.884 (always 'original' 0.883; 1.5 % of the "
-                            "replaced tokens found); generator accuracy 0.272 at the masked positions; validation "
-                            "loss 19.788; 600 steps, 534 s on a shared 2-core machine at load 20"),
-}
-
 register(ModelEntry(
     name="electra", title="ELECTRA", paper="Clark et al. 2020, ELECTRA: Pre-training Text Encoders as "
     "Discriminators Rather Than Generators", objective="MLM + 50 x replaced token detection", build=build,
-    tiny=tiny, lesson="16_bert_variants", presets=ELECTRA_PRESETS,
-    recipe=encoder_recipe(EncoderHooks(mode="packed", sentence_task=None, batches=electra_batches,
-                                       evaluate=electra_evaluate)), language_model=False,
-    verbs=("fill", "embed")))
+    tiny=tiny, lesson="16_bert_variants",
+    presets="minipt.recipes.electra.ELECTRA_PRESETS", recipe="minipt.recipes.electra.electra_recipe",
+    language_model=False, verbs=("fill", "embed")))

@@ -26,12 +26,11 @@ Parameters: as BERT's (``bert.py``) without ``pooler.*`` and ``nsp.*``;
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...core.checks import check_positive_int
-from ...recipes.encoder import PRESETS, EncoderHooks, encoder_recipe
 from ...tokenizers import special
 from ...tokenizers.byte_bpe import ByteBPETokenizer
 from ..protocol import IGNORE
@@ -104,19 +103,8 @@ def tiny() -> tuple[BertForPreTraining, tuple]:
     return perturbed(build(rng=np.random.default_rng(0), dtype=np.float64, **ROBERTA_TINY)), tiny_batch()
 
 
-_bert = PRESETS["toy"]
-ROBERTA_PRESETS = {   # BERT's toy run with RoBERTa's changes: packed, MLM only, byte-level BPE, batch x2 at lr x1.5
-    "toy": replace(_bert, model={**_bert.model, "pad_token_id": 1, "position_offset": 2}, batch_size=64,
-                   train={**_bert.train, "steps": 300, "lr": 3e-3, "min_lr": 3e-4, "warmup": 30, "eval_every": 50},
-                   data={**_bert.data, "vocab_size": 400},
-                   expected="masked-token accuracy 0.335 (most-frequent-token baseline 0.104); validation loss "
-                            "2.337; byte-level BPE vocabulary 400; 300 steps of 64, 431 s on a shared 2-core machine "
-                            "at load 20"),
-}
-
 register(ModelEntry(
     name="roberta", title="RoBERTa", paper="Liu et al. 2019, RoBERTa: A Robustly Optimized BERT Pretraining "
     "Approach", objective="MLM (dynamic masking)", build=build, tiny=tiny, lesson="16_bert_variants",
-    presets=ROBERTA_PRESETS, recipe=encoder_recipe(EncoderHooks(mode="packed", sentence_task=None,
-                                                                tokenizer=byte_bpe_tokenizer)),
+    presets="minipt.recipes.encoder.ROBERTA_PRESETS", recipe="minipt.recipes.encoder.roberta_recipe",
     language_model=False, verbs=("fill", "embed")))

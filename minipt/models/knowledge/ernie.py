@@ -209,15 +209,10 @@ def tiny() -> tuple[Ernie, tuple]:
     batch = make_batch(corpus(kb, 2, seed=3, p_fact=0.5), kb, rng, mask_prob=0.3, dea=True)
     return model, (*batch, np.array([0, 1]))
 
-def _recipe(entry, preset, **options):
-    from ...recipes.knowledge import recipe
-    return recipe(entry, preset, **options)
-
-
 register(ModelEntry(
     name="ernie", title="ERNIE (Tsinghua)", paper="Zhang et al. 2019, ERNIE: Enhanced Language Representation "
     "with Informative Entities", objective="MLM + denoising entity auto-encoder", build=build, tiny=tiny,
-    lesson="25_knowledge", language_model=False, recipe=_recipe,
+    lesson="25_knowledge", language_model=False, recipe="minipt.recipes.knowledge.recipe",
     presets={"toy": Preset(model=dict(d_model=32, d_entity=16, n_text_layer=1, n_knowledge_layer=2),
                            train=dict(steps=800, lr=3e-3, min_lr=3e-4, warmup=80, weight_decay=0.01, eval_every=0),
                            batch_size=32, data=dict(graph=dict(n_persons=64, n_cities=12, n_countries=4),

@@ -164,11 +164,6 @@ def tiny_model(cls, **settings):
     return model
 
 
-def vl_recipe(entry, preset, **options):
-    from ...recipes.knowledge import recipe
-    return recipe(entry, preset, **options)
-
-
 def build(*, rng: np.random.Generator, dtype=np.float32, **settings) -> SingleStream:
     return SingleStream(VLConfig(**settings), rng=rng, dtype=dtype)
 
@@ -180,7 +175,7 @@ def tiny():
 register(ModelEntry(
     name="visualbert", title="Single-stream VL Transformer (VisualBERT / UNITER)",
     paper="Li et al. 2019, VisualBERT; Chen et al. 2020, UNITER", objective="MLM + MRC + MRFR + ITM",
-    build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe=vl_recipe,
+    build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe="minipt.recipes.knowledge.recipe",
     presets={"toy": Preset(model=dict(n_layer=4),
                            train=dict(steps=1500, lr=1e-3, min_lr=1e-4, warmup=150, weight_decay=0.01, eval_every=0),
                            batch_size=32, data=dict(pairs=8000), expected="image-text matching 0.905 (chance 0.5), masked-region category 0.363 (6 categories), masked word 0.636; 114 s (busy machine)")}))

@@ -36,7 +36,7 @@ from ..encoder.bert import BertEmbeddings
 from ..registry import ModelEntry, Preset, register
 from .pretraining_heads import VisionLanguageHeads
 from .regions import RegionEmbedding
-from .single_stream import VLConfig, check_inputs, tiny_batch, tiny_model, vl_recipe
+from .single_stream import VLConfig, check_inputs, tiny_batch, tiny_model
 
 
 class CoAttentionLayer(Module):
@@ -122,7 +122,7 @@ def tiny():
 register(ModelEntry(
     name="vilbert", title="Two-stream VL Transformer (ViLBERT / LXMERT)",
     paper="Lu et al. 2019, ViLBERT; Tan & Bansal 2019, LXMERT", objective="MLM + MRC + MRFR + ITM",
-    build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe=vl_recipe,
+    build=build, tiny=tiny, lesson="26_multimodal", language_model=False, recipe="minipt.recipes.knowledge.recipe",
     presets={"toy": Preset(model=dict(n_text_layer=1, n_region_layer=0, n_cross_layer=1),
                            train=dict(steps=1500, lr=1e-3, min_lr=1e-4, warmup=150, weight_decay=0.01, eval_every=0),
                            batch_size=32, data=dict(pairs=8000), expected="image-text matching 0.906 (chance 0.5), masked-region category 0.446 (6 categories), masked word 0.694; 114 s (busy machine)")}))

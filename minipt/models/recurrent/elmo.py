@@ -201,11 +201,6 @@ def tiny() -> tuple[ELMo, tuple]:
     return model, (seq[:, :-1].copy(), targets)
 
 
-def _recipe(*args, **kwargs):
-    from ...recipes.recurrent import recipe
-    return recipe(*args, **kwargs)
-
-
 register(ModelEntry(
     name="elmo", title="ELMo", paper="Peters et al. 2018, Deep contextualized word representations",
     objective="bidirectional LM (forward + backward, shared token encoder and softmax)", build=build, tiny=tiny,
@@ -216,4 +211,4 @@ register(ModelEntry(
                    grad_clip=1.0),
         data=dict(n_words=100_000, block_size=20),
         expected="forward LM 1.837, backward LM 1.848 nats/word vs oracle 1.786 (lesson 08, same settings)")},
-    recipe=_recipe, language_model=False))
+    recipe="minipt.recipes.recurrent.recipe", language_model=False))

@@ -117,11 +117,6 @@ def tiny() -> tuple[LSTMLanguageModel, tuple]:
     return model, (idx, targets)
 
 
-def _recipe(*args, **kwargs):
-    from ...recipes.recurrent import recipe
-    return recipe(*args, **kwargs)
-
-
 register(ModelEntry(
     name="lstm", title="LSTM LM", paper="Zaremba, Sutskever & Vinyals 2014, Recurrent Neural Network Regularization "
     "(LSTM: Hochreiter & Schmidhuber 1997)", objective="causal LM", build=build, tiny=tiny, lesson="07_lstm",
@@ -130,4 +125,4 @@ register(ModelEntry(
         train=dict(steps=1000, lr=1e-2, min_lr=1e-3, warmup=20, weight_decay=0.0, eval_every=100, eval_batches=20,
                    grad_clip=1.0),
         data=dict(n_tokens=400_000, block_size=64), expected="see README")},
-    recipe=_recipe))
+    recipe="minipt.recipes.recurrent.recipe"))

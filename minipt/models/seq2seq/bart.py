@@ -350,10 +350,10 @@ BART_GRADCHECKS = (
     GradcheckCase("BART classifier", "decoder state at the last EOS, dense-tanh-out_proj", _check_head(tiny_classifier)),
     GradcheckCase("BART tagger", "decoder top states, linear per token", _check_head(tiny_tagger)))
 
-from ...recipes.bart_mass import BART_PRESETS, train_bart  # noqa: E402  (the recipe imports nothing from here)
 
 register(ModelEntry(
     name="bart", title="BART", paper="Lewis et al. 2020, BART: Denoising Sequence-to-Sequence Pre-training for "
     "Natural Language Generation, Translation, and Comprehension", objective="denoising autoencoder (five noises)",
     build=build, tiny=tiny, lesson="20_bart_mass", gradchecks=BART_GRADCHECKS, language_model=False,
-    presets=BART_PRESETS, recipe=train_bart, verbs=("generate",)))
+    presets="minipt.recipes.bart_mass.BART_PRESETS", recipe="minipt.recipes.bart_mass.train_bart",
+    verbs=("generate",)))

@@ -104,11 +104,10 @@ def _check_k1():
     return check_module(model, enc, model.decoder_input(targets), targets, select=lambda out: out[0], max_checks=4)
 
 
-from ...recipes.bart_mass import MASS_PRESETS, train_mass  # noqa: E402
-
 register(ModelEntry(
     name="mass", title="MASS", paper="Song et al. 2019, MASS: Masked Sequence to Sequence Pre-training for "
     "Language Generation", objective="masked fragment, predicted by the decoder",
-    build=build, tiny=tiny, lesson="20_bart_mass", language_model=False, presets=MASS_PRESETS, recipe=train_mass,
+    build=build, tiny=tiny, lesson="20_bart_mass", language_model=False,
+    presets="minipt.recipes.bart_mass.MASS_PRESETS", recipe="minipt.recipes.bart_mass.train_mass",
     verbs=("generate",),
     gradchecks=(GradcheckCase("MASS with k = 1", "one masked token per row (BERT-like)", _check_k1),)))

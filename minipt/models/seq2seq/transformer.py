@@ -51,7 +51,6 @@ from ...nn.stack import TransformerStack
 from ...ops.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ...ops.embedding import embedding_backward, embedding_forward
 from ...ops.linear import linear_backward, linear_forward
-from ...recipes.seq2seq import PRESETS, train_seq2seq
 from ..protocol import IGNORE
 from ..registry import GradcheckCase, ModelEntry, register
 
@@ -254,7 +253,7 @@ register(ModelEntry(
     name="transformer", title="Transformer (encoder-decoder)",
     paper="Vaswani et al. 2017, Attention Is All You Need",
     objective="teacher-forced cross-entropy on the target", build=build, tiny=tiny,
-    lesson="18_encoder_decoder", presets=PRESETS, recipe=train_seq2seq, language_model=False,
-    verbs=("generate",),
+    lesson="18_encoder_decoder", presets="minipt.recipes.seq2seq.PRESETS",
+    recipe="minipt.recipes.seq2seq.train_seq2seq", language_model=False, verbs=("generate",),
     gradchecks=(GradcheckCase("Transformer, two tables", "separate source/target embeddings, pre-LN",
                               _check_separate),)))

@@ -223,11 +223,10 @@ def check_input():
     return check_module(HiddenProbe(model), model.embed(ids, pos), mask, targets, max_checks=8)
 
 
-from ...recipes.unified import GLM_PRESETS, train_unified  # noqa: E402  (the recipe imports nothing from here)
-
 register(ModelEntry(
     name="glm", title="GLM", paper="Du et al. 2022, GLM: General Language Model Pretraining with Autoregressive "
     "Blank Infilling", objective="autoregressive blank infilling (2-D positions)", build=build, tiny=tiny,
-    lesson="23_glm", presets=GLM_PRESETS, recipe=train_unified, language_model=False,
+    lesson="23_glm", presets="minipt.recipes.unified.GLM_PRESETS",
+    recipe="minipt.recipes.unified.train_unified", language_model=False,
     gradchecks=(GradcheckCase("GLM from embeddings", "Part A + shuffled spans, padding, input + params",
                               check_input),)))

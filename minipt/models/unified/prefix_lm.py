@@ -132,10 +132,9 @@ def check_prefix():
     return result
 
 
-from ...recipes.unified import PREFIX_PRESETS, train_unified  # noqa: E402  (the recipe imports nothing from here)
-
 register(ModelEntry(
     name="prefixlm", title="Prefix LM", paper="Raffel et al. 2020, Exploring the Limits of Transfer Learning "
     "with a Unified Text-to-Text Transformer (Sec. 3.2.1)", objective="LM after a fully visible prefix",
-    build=build, tiny=tiny, lesson="21_unilm_prefix_lm", presets=PREFIX_PRESETS, recipe=train_unified,
+    build=build, tiny=tiny, lesson="21_unilm_prefix_lm", presets="minipt.recipes.unified.PREFIX_PRESETS",
+    recipe="minipt.recipes.unified.train_unified",
     gradchecks=(GradcheckCase("Prefix LM with prefixes", "per-row prefix 3 and 2, input + params", check_prefix),)))

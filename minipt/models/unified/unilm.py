@@ -236,11 +236,10 @@ def check_mode(mode: str):
     return params
 
 
-from ...recipes.unified import UNILM_PRESETS, train_unified  # noqa: E402  (the recipe imports nothing from here)
-
 register(ModelEntry(
     name="unilm", title="UniLM", paper="Dong et al. 2019, Unified Language Model Pre-training for Natural "
     "Language Understanding and Generation", objective="cloze under 4 masks + NSP", build=build, tiny=tiny,
-    lesson="21_unilm_prefix_lm", presets=UNILM_PRESETS, recipe=train_unified, language_model=False,
+    lesson="21_unilm_prefix_lm", presets="minipt.recipes.unified.UNILM_PRESETS",
+    recipe="minipt.recipes.unified.train_unified", language_model=False,
     gradchecks=tuple(GradcheckCase(f"UniLM {m}", "cloze + NSP, padding, input + params", lambda m=m: check_mode(m))
                      for m in UNILM_MODES)))

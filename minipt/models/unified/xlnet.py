@@ -364,13 +364,11 @@ def _check_relative_attention():
     return check_op(fwd, relative_attention_backward, inputs, params=tuple(shapes)[4:])
 
 
-from ...recipes.xlnet import PRESETS, train_xlnet  # noqa: E402  (the recipe imports nothing from here)
-
 register(ModelEntry(
     name="xlnet", title="XLNet", paper="Yang et al. 2019, XLNet: Generalized Autoregressive Pretraining for "
     "Language Understanding", objective="permutation LM (two-stream attention, last 1/K of the order)",
     build=lambda *, rng, dtype=np.float32, **kw: XLNet(XLNetConfig(**kw), rng=rng, dtype=dtype),
-    tiny=tiny, lesson="22_xlnet", presets=PRESETS, recipe=train_xlnet,
+    tiny=tiny, lesson="22_xlnet", presets="minipt.recipes.xlnet.PRESETS", recipe="minipt.recipes.xlnet.train_xlnet",
     gradchecks=(GradcheckCase("XLNet from embeddings", "sampled orders, two segments, input + params",
                               _check_permuted),
                 GradcheckCase("relative attention (Transformer-XL shift)", "B2 T4 H2 D3, query mask, two segments",

@@ -10,8 +10,9 @@ import pytest
 from minipt.cli import main
 from minipt.data.encoder_corpus import encoder_corpus
 from minipt.models import registry
-from minipt.models.encoder import electra, roberta
+from minipt.models.encoder import roberta
 from minipt.objectives.common import IGNORE
+from minipt.recipes.electra import electra_batches
 from minipt.tokenizers.base import Tokenizer
 from minipt.tokenizers.special import BERT_SPECIALS
 
@@ -48,7 +49,8 @@ def test_short_run_reports_its_own_objective(tiny_presets, tmp_path, capsys, nam
         assert report["sentence_task"] == "SOP" and "SOP accuracy" in printed
     else:
         assert 0 <= report["rtd_accuracy"] <= 1 and 0 < report["rtd_baseline"] < 1
-        assert "replaced-token detection accuracy" in printed
+        assert 0 <= report["rtd_auc"] <= 1 and 0 < report["base_rate_entropy"] < np.log(2)
+        assert "replaced-token detection AUC" in printed and "for the base rate" in printed
     assert main(["train", name, "--preset", "tiny", "--out", str(out)]) == 2          # a second run is refused
 
 
@@ -64,7 +66,7 @@ def test_byte_bpe_tokenizer_takes_robertas_layout_under_bert_strings():
 def test_electra_batches_mask_with_mask_only_and_never_specials():
     corpus = encoder_corpus(n_docs=30, mode="packed", max_length=24, batch_size=8,
                             n_instances={"train": 32, "val": 16})
-    ids, seg, mask, targets = electra.electra_batches(corpus)("train", np.random.default_rng(0))
+    ids, seg, mask, targets = electra_batches(corpus)("train", np.random.default_rng(0))
     chosen = targets != IGNORE
     assert chosen.any() and np.all(ids[chosen] == corpus.mask_id)        # ELECTRA: [MASK] every time
     assert not np.isin(targets[chosen], corpus.special_ids).any()
