@@ -37,30 +37,35 @@ import numpy as np
 
 from ..models.protocol import IGNORE
 from ..models.registry import Preset
+from ..objectives.spans import pack_pieces
 from ..objectives.t5_span import span_corruption
 from ..tokenizers.special import EOS, PAD, t5_sentinels
 from .seq2seq import Seq2SeqHooks, make_recipe
 
 N_SENTINELS = 20
-MODEL = dict(n_layer=2, n_head=4, d_model=64, d_ff=256, num_buckets=16, max_distance=32, max_source_len=40,
+PIECE = 64                  # tokens per pre-training input: 10 of noise in 3 spans (the task inputs: 6-40)
+MODEL = dict(n_layer=2, n_head=4, d_model=64, d_ff=256, num_buckets=16, max_distance=32, max_source_len=PIECE,
              max_target_len=24)
 TRAIN = dict(lr=2e-3, min_lr=2e-4, warmup=100, weight_decay=0.01, eval_every=250, eval_batches=4, grad_clip=1.0)
 SIZES = (2000, 100, 200)
 
 
 def span_corruption_batch(tok, texts: list[str], batch_size: int, rng: np.random.Generator, *,
-                          noise_density: float = 0.15, mean_span: float = 3.0, max_target_len: int | None = None):
-    """``batch_size`` texts drawn from ``texts``, span-corrupted -> (source (B, S) padded
-    with PAD, target_in (B, T) = PAD y_1 .. y_n, targets (B, T) = y_1 .. y_n </s>, IGNORE
-    at padding). Too many spans for the tokenizer's sentinels: ValueError (from
-    ``span_corruption``)."""
+                          noise_density: float = 0.15, mean_span: float = 3.0, piece: int = PIECE,
+                          max_target_len: int | None = None):
+    """``batch_size`` pieces of ``piece`` tokens packed from random ``texts``
+    (``spans.pack_pieces``), span-corrupted -> (source (B, S) padded with PAD, target_in
+    (B, T) = PAD y_1 .. y_n, targets (B, T) = y_1 .. y_n </s>, IGNORE at padding). The
+    k-th span from the left is <extra_id_k>. Too many spans for the tokenizer's sentinels:
+    ValueError (from ``span_corruption``)."""
     if not texts:
         raise ValueError("span corruption needs at least one text")
     pad, eos = tok.token_to_id(PAD), tok.token_to_id(EOS)
-    sentinels = [i for s, i in tok.special_tokens.items() if s.startswith("<extra_id_")]
+    n = sum(s.startswith("<extra_id_") for s in tok.special_tokens)
+    sentinels = [tok.token_to_id(s) for s in t5_sentinels(n)]               # by number: <extra_id_k> is k-th
     src, tgt = [], []
-    for k in rng.integers(len(texts), size=batch_size):
-        s, t = span_corruption(tok.encode(texts[int(k)]), rng, sentinels, noise_density, mean_span)
+    for _ in range(batch_size):
+        s, t = span_corruption(pack_pieces(texts, piece, rng, tok.encode), rng, sentinels, noise_density, mean_span)
         if max_target_len is not None and len(t) + 1 > max_target_len:
             raise ValueError(f"span-corruption target of {len(t) + 1} tokens exceeds max_target_len {max_target_len}")
         src.append(s)
