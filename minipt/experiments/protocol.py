@@ -63,7 +63,8 @@ class Budget:
             raise ValueError(f"steps {settings['steps']} disagree with the budget's {self.total_steps} "
                              f"({self.pretrain_steps} pre-training + {self.finetune_steps} fine-tuning)")
         restarts = (self.pretrain_steps,) if 0 < self.pretrain_steps < self.total_steps else ()
-        return TrainConfig(**{**settings, "steps": self.total_steps, "restarts": restarts})
+        warmup = min(settings.get("warmup", 0), self.total_steps)    # each phase: min(warmup, its length)
+        return TrainConfig(**{**settings, "steps": self.total_steps, "restarts": restarts, "warmup": warmup})
 
 
 class PhasedBatches:
