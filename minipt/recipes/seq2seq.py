@@ -141,6 +141,8 @@ def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
                                                       "start_token": hooks.start_token, "end_token": EOS}))
         settings = with_steps(p.train, steps)
         pre = min(batches.pretrain_steps, settings["steps"])
+        if steps is not None and settings["steps"] > pre:     # the warm-up a fine-tuning run of that length gets
+            settings["warmup"] = with_steps(p.train, settings["steps"] - pre)["warmup"]
         budget = Budget(pretrain_steps=pre, finetune_steps=settings["steps"] - pre, batch_size=p.batch_size)
         tc = budget.train_config(**settings, seed=seed, out_dir=str(out), progress=progress)
         if progress:

@@ -116,3 +116,19 @@ def test_an_unknown_prefix_is_answered_not_scored():
     assert len(out) == 1 and len(out[0]) <= 6
     with pytest.raises(ValueError, match="no scorer for task 'paraphrase'"):
         t2t.score("paraphrase", ["x"], ["y"])
+
+
+@pytest.mark.slow
+def test_fine_tuning_schedule_equals_the_scratch_runs_with_steps_given(tmp_path, monkeypatch):
+    """Equal fine-tuning budget: with --steps, the pre-trained run's fine-tuning phase gets
+    the learning rates, step by step, of a run from scratch as long as that phase."""
+    warm = Preset(model=TINY.model, batch_size=8, train={**TINY.train, "warmup": 10, "eval_every": 0},
+                  data=dict(sizes=(40, 8, 10), pretrain_steps=30))
+    monkeypatch.setitem(registry.get("t5").presets, "warm", warm)
+    monkeypatch.setitem(registry.get("t5").presets, "warm-scratch",
+                        Preset(model=warm.model, batch_size=8, train=warm.train, data={**warm.data, "pretrain_steps": 0}))
+    lrs = {}
+    for name, steps in (("warm", 50), ("warm-scratch", 20)):          # warm-up 2 in both, not 50 // 10
+        assert main(["train", "t5", "--preset", name, "--steps", str(steps), "--out", str(tmp_path / name)]) == 0
+        lrs[name] = [json.loads(line)["lr"] for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+    assert lrs["warm"][30:] == lrs["warm-scratch"] and lrs["warm"][30] > lrs["warm"][29]   # not the decayed tail
