@@ -133,7 +133,7 @@ print(f"chance on the analogies: {1 / (len(vocab) - 3):.3f}")
 # 0.26 to 0.29 for skip-gram and GloVe and 0.37 for PPMI+SVD), and every model's
 # neighbourhoods are between 0.82 (GloVe) and 0.93 (CBOW + hierarchical softmax) pure.
 
-# %%
+# %% tags=["checks"]
 right = {name: round(s["analogy"] * 32) for name, s in scores.items()}
 assert right == {"skipgram+neg": 19, "skipgram+hs": 18, "cbow+neg": 14, "cbow+hs": 17, "GloVe": 14, "PPMI+SVD": 18}
 stated_gap = {"skipgram+neg": 0.26, "skipgram+hs": 0.29, "cbow+neg": 0.44, "cbow+hs": 0.49, "GloVe": 0.29,

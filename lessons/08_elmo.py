@@ -200,7 +200,7 @@ for j, a in enumerate(acc_layer):
 print(f"  scalar mix            {acc_mix:.3f}  (s = {np.round(probe.mix.mix(), 2)}, gamma "
       f"{probe.mix.params['gamma'][0]:.2f})")
 
-# %%
+# %% tags=["checks"]
 assert acc_static <= majority + 1e-12                 # one vector per word: at best its majority sense
 assert acc_w2v <= majority + 1e-12                    # word2vec too
 assert acc_layer[2] - acc_w2v > 0.3

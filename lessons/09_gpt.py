@@ -107,7 +107,7 @@ plt.plot(*zip(*[(h["step"], h["val_loss"]) for h in result.history if "val_loss"
 plt.axhline(oracle, color="k", ls="--", label="oracle loss of the validation text")
 plt.xlabel("step"); plt.ylabel("nats / char"); plt.legend(); plt.show()
 
-# %%
+# %% tags=["checks"]
 assert oracle < result.val_loss < unigram < np.log(tok.vocab_size)       # both budgets: context is being used
 budget.stated("the oracle loss of this validation text", oracle, "0.427")
 budget.stated("unigram entropy", unigram, "2.773")

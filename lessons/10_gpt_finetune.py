@@ -149,7 +149,7 @@ ax.axhline(0.25, color="grey", ls=":", label="chance")
 ax.set_xlabel("pre-training step"); ax.set_ylabel("zero-shot accuracy"); ax.set_ylim(0, 1.05); ax.legend()
 plt.show()
 
-# %%
+# %% tags=["checks"]
 assert curve[0][1] < 0.5 and curve[-1][1] > budget.pick(full=0.8, quick=0.6), curve
 budget.stated("pre-training validation loss", pretrain.val_loss, "1.885")
 budget.stated("the toy language's entropy", oracle, "1.792")
@@ -235,7 +235,7 @@ print(f"gradient into the body: task loss {task_norm:.3f}, 0.5 x LM loss {lm_nor
 # At the full budget, multiple choice reaches 0.82 pre-trained with lambda 0, 0.32 with
 # lambda 0.5 and 0.48 from scratch; sentiment reaches 0.95 pre-trained and 1.00 from scratch.
 
-# %%
+# %% tags=["checks"]
 mc, sent = results["multiple_choice"], results["classification"]
 assert mc["pre-trained, lambda 0"] > mc["scratch, lambda 0"] + budget.pick(full=0.15, quick=0.1), mc
 assert min(sent["pre-trained, lambda 0"], sent["scratch, lambda 0"]) > budget.pick(full=0.9, quick=0.8), sent

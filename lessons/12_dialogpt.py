@@ -220,7 +220,7 @@ plt.tight_layout(); plt.show()
 # was designed for open vocabularies; here the bland fraction and the pick-up rate are
 # the sharper measures. Only the results that hold across seeds are asserted.
 
-# %%
+# %% tags=["checks"]
 assert table["MMI"]["bland"] < table["sample"]["bland"] / budget.pick(full=2, quick=1.5) < table["MLE"]["bland"]
 assert table["MMI"]["pick-up"] > table["sample"]["pick-up"] + budget.pick(full=0.2, quick=0.1)
 assert all(table["MMI"][c] > table["MLE"][c] for c in ("distinct-1", "distinct-2"))

@@ -205,7 +205,7 @@ assert found["mlm_accuracy"] > found["mlm_baseline"]        # it learns to fill 
 # three pairs in four: that is about where NSP is here. (ALBERT's critique of NSP, in
 # lesson 16, starts from what such a task can be solved *by*.)
 
-# %%
+# %% tags=["checks"]
 budget.stated("masked-token accuracy", found["mlm_accuracy"], "0.501")
 budget.stated("most-frequent-token baseline", found["mlm_baseline"], "0.111")
 budget.stated("validation loss", result.val_loss, "1.690")
@@ -257,7 +257,7 @@ if budget.is_full():
 # no object ("rules", "speaks", "reigns"), because "in the castle" follows the gap
 # directly; a left-to-right model at that position could not know it.
 
-# %%
+# %% tags=["checks"]
 budget.stated("p(the) after the king", probs[king]["the"], "0.37")
 budget.stated("p(a) after the king", probs[king]["a"], "0.36")
 budget.stated("p(his) after the king", probs[king]["his"], "0.13")

@@ -262,7 +262,7 @@ for ax, (comparison, metric) in zip(axes, panels):
 plt.tight_layout()
 plt.show()
 
-# %%
+# %% tags=["checks"]
 static, dynamic = value[("masking", "static masking", "held-out MLM loss")], \
     value[("masking", "dynamic masking", "held-out MLM loss")]
 scratch = value[("nsp", "no pre-training", "sentiment test accuracy")]

@@ -186,7 +186,7 @@ plt.show()
 # most-frequent-token baseline gets 0.11); its NSP accuracy, 0.49, is chance: on these
 # stories, in 1000 steps, NSP was not learned, so whatever transferred came from MLM.
 
-# %%
+# %% tags=["checks"]
 PT, FR, SC, RF = "pre-trained, fine-tuned", "pre-trained, frozen", "no pre-training, fine-tuned", \
     "no pre-training, frozen"
 budget.stated("span QA, pre-trained fine-tuned", acc[PT]["span_qa"], "0.510")

@@ -110,7 +110,7 @@ assert end_loss < start_loss - 1                                   # it learns, 
 # At the full budget the teacher-forced loss falls from 5.07 to 0.001 nats per target
 # token on held-out pairs in 800 steps.
 
-# %%
+# %% tags=["checks"]
 budget.stated("first training loss", start_loss, "5.07")
 budget.stated("validation loss", end_loss, "0.001")
 
@@ -140,7 +140,7 @@ for e, g in list(zip(test, greedy_out))[:3]:
 # and 1.000 of the 200 held-out sentences are translated exactly right by greedy
 # decoding: on this task there is no gap, because the model is never wrong on the test set.
 
-# %%
+# %% tags=["checks"]
 budget.stated("teacher-forced token accuracy", token_acc, "1.000")
 budget.stated("greedy exact match", greedy_em, "1.000")
 
@@ -218,7 +218,7 @@ assert share > untrained
 # target words of 100 test sentences; for the untrained model, 0.00. Nothing told the
 # model the alignment: it learnt it from translating.
 
-# %%
+# %% tags=["checks"]
 budget.stated("aligned share, trained", share, "0.92")
 budget.stated("aligned share, untrained", untrained, "0.00")
 
@@ -253,7 +253,7 @@ print(f"exact match on {n_cmp} test sentences: greedy {greedy_em_n:.3f}, beam 4 
 # exact match): the translator is so sure of every next word that the best continuation
 # is always the greedy one.
 
-# %%
+# %% tags=["checks"]
 budget.stated("greedy exact match (first 200)", greedy_em_n, "1.000")
 budget.stated("beam exact match", beam_em, "1.000")
 budget.stated("sentences where they differ", differ, "0")
@@ -304,7 +304,7 @@ assert better >= worse
 # translation is the model's business: here it was not, and beam got three fewer
 # sentences right than greedy.
 
-# %%
+# %% tags=["checks"]
 budget.stated("early greedy exact match", g_em, "0.180")
 budget.stated("early beam exact match", b_em, "0.165")
 budget.stated("early outputs that differ", n_differ, "9")

@@ -161,7 +161,7 @@ assert loss["bidirectional"] < min(loss["left_to_right"], loss["right_to_left"])
 # loss, 2.08, is measured on target tokens only, each of which sees the whole source
 # and the target to its left: between the two.
 
-# %%
+# %% tags=["checks"]
 budget.stated("bidirectional cloze loss", loss["bidirectional"], "1.94")
 budget.stated("bidirectional cloze accuracy", by_mode["bidirectional"]["accuracy"], "0.45")
 budget.stated("left-to-right cloze loss", loss["left_to_right"], "2.17")
@@ -207,7 +207,7 @@ assert same == n_sources
 # sources have "cat" as their subject. Pre-training alone has not taught it to use the
 # source; fine-tuning for generation does (section 5b).
 
-# %%
+# %% tags=["checks"]
 rng = np.random.default_rng(5)
 cat_sources = 0
 for _ in range(n_sources):
@@ -235,7 +235,7 @@ assert ft["token accuracy"] > 0.1
 # positions) and 3 % of the 200 test translations exactly right, after 400 steps: most
 # words are learnt, whole sentences are not yet.
 
-# %%
+# %% tags=["checks"]
 budget.stated("fine-tuned token accuracy", ft["token accuracy"], "0.65")
 budget.stated("fine-tuned exact match", ft["exact match"], "0.03")
 
@@ -276,6 +276,6 @@ assert with_prefix < np.log(tok.vocab_size)
 # as a whole (a task's question, a sentence to translate), it is worth more; the
 # comparison of architectures (lesson 24) measures that on text-to-text tasks.
 
-# %%
+# %% tags=["checks"]
 budget.stated("prefix LM loss", with_prefix, "1.78")
 budget.stated("prefix vs left to right", abs(with_prefix - left_to_right), "0.005", band=0.005)

@@ -214,7 +214,7 @@ assert left_to_right < start
 # most characters have far less context (the first of a window has none), and a
 # left-to-right order is one of $24!$ possible orders: most likely it never saw it.
 
-# %%
+# %% tags=["checks"]
 budget.stated("start loss", start, "3.3")
 budget.stated("permutation loss after training", end, "1.28")
 budget.stated("left-to-right loss", left_to_right, "2.08")

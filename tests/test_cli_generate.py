@@ -78,7 +78,7 @@ def test_a_run_that_is_not_text_to_text_is_refused(tmp_path, capsys):
     CharTokenizer().fit("abcdefg").save(tmp_path / "tokenizer.json")
     assert main(["generate", "--checkpoint", str(tmp_path), "translate toy: x"]) == 2
     err = capsys.readouterr().err
-    assert "is not a text-to-text run" in err and err.count("\n") == 1
+    assert "holds a GPT-2 model" in err and "use `minipt sample`" in err and err.count("\n") == 1
 
 
 class _nothing:

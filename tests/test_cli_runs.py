@@ -176,13 +176,16 @@ def test_export_overwrite_replaces_only_export_files(tiny, tmp_path, capsys, mon
     assert "--overwrite" in err and "overwrite=True" not in err
     assert main(["export", "--checkpoint", str(out), "--to", str(to), "--overwrite"]) == 0
     assert sorted(p.name for p in to.iterdir()) == ["config.json", "minipt_tokenizer.json", "model.safetensors",
-                                                    "notes.txt", "sub"]
+                                                    "notes.txt", "sub", "tokenizer.json", "tokenizer_config.json"]
     assert (to / "sub" / "data.txt").read_text() == "keep"
     monkeypatch.chdir(tmp_path)                          # the current folder and the run's parent survive
     before = snapshot(out)
     assert main(["export", "--checkpoint", "run", "--to", ".", "--overwrite"]) == 0
-    assert main(["export", "--checkpoint", "run/checkpoint.npz", "--to", "run", "--overwrite"]) == 0
-    assert tmp_path.is_dir() and {k: v for k, v in snapshot(out).items() if k in before} == before
+    capsys.readouterr()
+    for overwrite in ([], ["--overwrite"]):                        # said first: --overwrite would not help
+        assert main(["export", "--checkpoint", "run/checkpoint.npz", "--to", "run", *overwrite]) == 2
+        assert "holds a training run" in capsys.readouterr().err  # its tokenizer.json would be replaced
+    assert tmp_path.is_dir() and snapshot(out) == before
 
 
 @pytest.mark.parametrize("argv,flag", [

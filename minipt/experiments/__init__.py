@@ -1,12 +1,25 @@
-"""The seeds' comparisons, one experiment per file. Each file has ``BUDGETS`` (``tiny``
+"""The papers' comparisons, one experiment per file. Each file has ``BUDGETS`` (``tiny``
 for tests, ``quick`` by default, ``full``) and ``run(budget, *, seed, progress) -> dict``
 whose ``rows`` are the results table; ``minipt experiment NAME`` runs one and writes
-``results.json``, ``results.md`` (the table) and ``results.png`` (a bar chart)."""
+``results.json``, ``results.md`` (the table) and ``results.png`` (a bar chart). The claims
+ledger (``claims.py``, ``ledger.py``, ``minipt experiment claims``) judges each paper's
+claim from committed runs over seeds."""
 from __future__ import annotations
 
 import importlib
 
 EXPERIMENTS = {   # name -> (module, what it compares)
+    "smoothing": ("minipt.experiments.smoothing", "Kneser-Ney vs add-k (k tuned) trigrams, unigram floor"),
+    "nnlm": ("minipt.experiments.nnlm_mixture", "Bengio's NNLM vs a Kneser-Ney trigram, and their mixture"),
+    "elmo-senses": ("minipt.experiments.elmo_senses",
+                    "a sense probe on word2vec vs each ELMo layer and the scalar mix (bank, bat)"),
+    "gpt1-finetune": ("minipt.experiments.gpt1_finetune",
+                      "GPT-1 fine-tuned pre-trained vs scratch, with and without the auxiliary LM loss; "
+                      "zero-shot over pre-training"),
+    "llama": ("minipt.experiments.llama_ablation",
+              "GPT-2's block vs RMSNorm, SwiGLU, RoPE, all three and LLaMA's block at equal parameters"),
+    "word2vec": ("minipt.experiments.word2vec_variants",
+                 "skip-gram vs CBOW, negative sampling vs hierarchical softmax, on the toy analogies"),
     "knowledge": ("minipt.experiments.knowledge",
                   "BERT vs entity masking (ERNIE-Baidu) vs entity fusion (ERNIE-Tsinghua) on a task needing facts"),
     "transfer": ("minipt.experiments.transfer",

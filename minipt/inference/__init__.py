@@ -1,1 +1,1 @@
-"""Using trained models: decoding (greedy, sampling, beam search) and scoring (log-probabilities of continuations, choices)."""
+"""Using trained models: decoding (greedy, sampling, beam search), scoring (log-probabilities of continuations, choices), masked-LM fill-mask and sentence embeddings (``masked.py``), and the notes on what a tokenizer and a context did to a user's text (``prompts.py``)."""

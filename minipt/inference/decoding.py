@@ -17,6 +17,7 @@ import numpy as np
 from ..core.checks import check_positive_int
 from ..core.module import eval_mode
 from ..ops.softmax import log_softmax_forward
+from .prompts import kept_note
 
 
 @dataclass
@@ -63,8 +64,8 @@ def _crop(model, prompt: np.ndarray) -> np.ndarray:
         raise ValueError(f"prompt must be a non-empty 1-D array of token ids, got shape {prompt.shape}")
     limit = model.block_size
     if limit is not None and prompt.size > limit:
-        warnings.warn(f"the prompt has {prompt.size} tokens and the model reads {limit} at a time: "
-                      f"it continues from the last {limit}", stacklevel=3)
+        warnings.warn(kept_note(limit, prompt.size, context=limit, what="tokens of the prompt", where="last"),
+                      stacklevel=3)
         prompt = prompt[-limit:]
     return prompt
 

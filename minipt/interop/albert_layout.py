@@ -16,7 +16,7 @@ the fused ``c_attn``; nothing is transposed):
     predictions.dense.*                   (E, H)                 mlm.dense.*
     predictions.LayerNorm.*               (E,)                   mlm.ln.*
     predictions.bias                      (V,)                   mlm.bias
-    sop_classifier.classifier.*           (2, H)                 nsp.*  (sentence order, label 1 = in order)
+    sop_classifier.classifier.*           (2, H)                 nsp.* rows swapped (``flip``): transformers' sentence_order_label 0 = in order, minipt's 1
 
 - **Sharing.** transformers shares by *layer groups*: layer i runs group
   i * num_hidden_groups // num_hidden_layers. ``num_hidden_groups`` 1 is ALBERT's
@@ -26,6 +26,10 @@ the fused ``c_attn``; nothing is transposed):
   sharing have no counterpart in the other library and are refused by name.
 - **Tied decoder.** ``predictions.decoder.weight`` is the (V, E) word embedding and its
   bias ``predictions.bias``; stored copies in older files are checked and dropped.
+- **Other classes.** ``AlbertForMaskedLM`` (albert-base-v2's ``architectures``) stores no
+  pooler and no SOP head, ``AlbertModel`` (names without ``albert.``) no MLM head and no SOP
+  head: they load into ``AlbertForPreTraining`` with those heads (``HEADS``) left at their
+  initialisation, named in one note (``pretrained.py``).
 - **Options.** As BERT's (``bert_layout.read_encoder_config``) with ALBERT's defaults
   (``hidden_act`` "gelu_new", dropout 0) and ``embedding_size`` (default 128) -> E.
   ``classifier_dropout_prob`` (dropout before the SOP classifier, training only) is read
@@ -47,6 +51,7 @@ from .layout import Entry
 MODEL_TYPE = "albert"
 ARCHITECTURE = "AlbertForPreTraining"
 ACCEPTED = (ARCHITECTURE, "AlbertModel", "AlbertForMaskedLM")
+HEADS = {"MLM head": "predictions.", "pooler": "albert.pooler.", "SOP head": "sop_classifier."}
 PREFIX = "albert."
 CONFIG = AlbertConfig
 _BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
@@ -80,7 +85,7 @@ def entries(config: AlbertConfig) -> list[Entry]:
     for k in ("weight", "bias"):
         table += [Entry(f"albert.pooler.{k}", f"pooler.dense.{k}"), Entry(f"predictions.dense.{k}", f"mlm.dense.{k}"),
                   Entry(f"predictions.LayerNorm.{k}", f"mlm.ln.{k}"),
-                  Entry(f"sop_classifier.classifier.{k}", f"nsp.{k}")]
+                  Entry(f"sop_classifier.classifier.{k}", f"nsp.{k}", "flip")]
     table.append(Entry("predictions.bias", "mlm.bias"))
     return table
 

@@ -52,7 +52,17 @@ def entries(config: BartConfig) -> list[Entry]:
         table += [Entry(f"model.{side}.embed_positions.weight", f"{ours}_positions.weight"),
                   Entry(f"model.{side}.layernorm_embedding.weight", f"{ours}_ln.weight"),
                   Entry(f"model.{side}.layernorm_embedding.bias", f"{ours}_ln.bias")]
-        for i in range(config.encoder_layers if side == "encoder" else config.decoder_layers):
+    table += layer_entries(config.encoder_layers, config.decoder_layers)
+    table.append(Entry("final_logits_bias", "final_logits_bias"))
+    return table
+
+
+def layer_entries(encoder_layers: int, decoder_layers: int) -> list[Entry]:
+    """The post-LN encoder and decoder layers, ``model.{encoder,decoder}.layers.i.*`` <->
+    ``{encoder,decoder}.blocks.i.*`` (BART's naming, which Marian shares)."""
+    table = []
+    for side in ("encoder", "decoder"):
+        for i in range(encoder_layers if side == "encoder" else decoder_layers):
             hf, mp = f"model.{side}.layers.{i}.", f"{side}.blocks.{i}."
             for p in ("weight", "bias"):
                 table += [Entry(f"{hf}self_attn.{x}_proj.{p}", f"{mp}attn.c_attn.{p}", "rows", part, 3)
@@ -65,7 +75,6 @@ def entries(config: BartConfig) -> list[Entry]:
                     pairs += [("encoder_attn.q_proj", "cross_attn.q_proj"), ("encoder_attn.out_proj", "cross_attn.c_proj"),
                               ("encoder_attn_layer_norm", "ln_cross")]
                 table += [Entry(f"{hf}{a}.{p}", f"{mp}{b}.{p}") for a, b in pairs]
-    table.append(Entry("final_logits_bias", "final_logits_bias"))
     return table
 
 

@@ -20,12 +20,15 @@ transposed):
     cls.predictions.transform.dense.*               (C, C)   mlm.dense.*             (top level)
     cls.predictions.transform.LayerNorm.*           (C,)     mlm.ln.*
     cls.predictions.bias                            (V,)     mlm.bias
-    cls.seq_relationship.weight / .bias             (2, C)   nsp.weight / .bias
+    cls.seq_relationship.weight / .bias             (2, C)   nsp.weight / .bias, rows swapped (``flip``)
 
 - **Split q, k, v.** transformers projects q, k, v with three ``Linear`` layers; minipt
   fuses them into ``c_attn`` (3C, C), head h in rows h*D:(h+1)*D of each third, as
   transformers cuts each projection into heads; the rows are cut apart on export and
   stacked on import.
+- **NSP labels.** transformers' ``next_sentence_label`` 0 is IsNext (as Google's BERT);
+  minipt's ``nsp_labels`` 1 is. The two rows of ``nsp.weight`` and ``nsp.bias`` are swapped
+  on import and export (``flip``), so an imported head scores IsNext in minipt's row 1.
 - **Tied decoder.** ``cls.predictions.decoder.weight`` is the word embedding and its bias
   is ``cls.predictions.bias``; transformers 5 stores neither copy. Older files store both
   (``tied_copies``): they are read, checked equal to what they copy, and dropped.
@@ -39,9 +42,12 @@ transposed):
   decoder is the embedding), ``embedding_size`` (ALBERT's, another model type).
   ``pad_token_id`` is read and not used: in transformers it only zeroes the padding
   row's gradient, and padding never reaches a loss in minipt either.
-- **Bare files.** A ``BertModel`` file (no ``bert.`` prefix, no ``cls.``) holds the encoder
-  and pooler only: ``encoder_entries`` maps it onto a ``BertEncoder``
-  (``sentence_embeddings.py``); ``from_pretrained`` needs the pre-training heads.
+- **Other classes.** ``BertForMaskedLM`` (bert-base-uncased's ``architectures``) stores no
+  pooler and no NSP head, a ``BertModel`` file (names without ``bert.``) no ``cls.`` heads;
+  ``from_pretrained`` loads either into ``BertForPreTraining``, the heads it lacks (``HEADS``)
+  left at their initialisation and named in one note (``pretrained.py``).
+  ``encoder_entries`` also maps the encoder alone onto a ``BertEncoder``
+  (``sentence_embeddings.py``).
 - **Buffers.** ``embeddings.position_ids`` and ``embeddings.token_type_ids`` (index
   tables of older files) are not parameters and are skipped.
 """
@@ -53,7 +59,8 @@ from .layout import Entry
 
 MODEL_TYPE = "bert"
 ARCHITECTURE = "BertForPreTraining"
-ACCEPTED = (ARCHITECTURE, "BertModel")           # BertModel: the encoder (sentence_embeddings.py)
+ACCEPTED = (ARCHITECTURE, "BertForMaskedLM", "BertModel")
+HEADS = {"MLM head": "cls.predictions.", "pooler": "bert.pooler.", "NSP head": "cls.seq_relationship."}
 PREFIX = "bert."
 CONFIG = BertConfig
 ACTIVATION = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
@@ -93,7 +100,7 @@ def entries(config: BertConfig) -> list[Entry]:
         table += [Entry(f"bert.pooler.dense.{k}", f"pooler.dense.{k}"),
                   Entry(f"cls.predictions.transform.dense.{k}", f"mlm.dense.{k}"),
                   Entry(f"cls.predictions.transform.LayerNorm.{k}", f"mlm.ln.{k}"),
-                  Entry(f"cls.seq_relationship.{k}", f"nsp.{k}")]
+                  Entry(f"cls.seq_relationship.{k}", f"nsp.{k}", "flip")]
     table.append(Entry("cls.predictions.bias", "mlm.bias"))
     return table
 

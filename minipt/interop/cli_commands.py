@@ -1,48 +1,57 @@
 """The work behind ``minipt export --checkpoint CKPT --to FOLDER`` and ``minipt sample --hf FOLDER``.
 
-- ``export_checkpoint``: the model and tokenizer of a ``minipt train gpt`` run
-  (``recipes.char_lm.load_trained``) -> a transformers folder (``save_pretrained``). A byte-level
-  BPE tokenizer becomes GPT-2's ``vocab.json`` + ``merges.txt``; the character tokenizer
-  of minipt's presets has no transformers form and is written as ``minipt_tokenizer.json``
-  (see ``tokenizers/gpt2_files.py``), which the returned note says.
+- ``export_checkpoint``: the model and tokenizer of a training run
+  (``recipes.char_lm.load_trained``) -> a transformers folder (``save_pretrained``), the
+  tokenizer in the form ``AutoTokenizer`` reads (``tokenizers/hf_files.py``); a family with
+  no Hugging Face layout is refused in one line (``pretrained.layout_of``). The returned
+  note names the class and the tokenizer files.
 - ``load_hf_for_sampling``: a transformers folder -> (minipt model, tokenizer or None):
-  GPT-2 tokenizer files (or ``tokenizer.json``) if present, else ``minipt_tokenizer.json``,
-  else None (the caller then works on ids).
+  ``minipt_tokenizer.json`` if present (an export writes it for every tokenizer but
+  byte-level BPE), else GPT-2 tokenizer files (or ``tokenizer.json``), else None (the
+  caller then works on ids).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..tokenizers.byte_bpe import ByteBPETokenizer
+from ..tokenizers.hf_files import has_hf_form
 from .pretrained import (
     MINIPT_TOKENIZER,
     export_files,
     from_pretrained,
-    layout_for,
+    layout_of,
     save_pretrained,
 )
 
 
 def export_checkpoint(checkpoint_path, folder, *, overwrite: bool = False) -> tuple[Path, str]:
     """Export a training run (its ``--out`` folder, or the ``checkpoint.npz`` inside it) to
-    ``folder``; returns the folder and a one-line note on the tokenizer files. An existing,
+    ``folder``; returns the folder and a one-line note on what was written. An existing,
     non-empty ``folder`` needs ``overwrite`` (``--overwrite``), which replaces only the
-    files an export writes."""
+    files an export writes. A model without a Hugging Face layout is a ValueError."""
     from ..recipes.char_lm import load_trained
 
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"--to {folder} is a file; --to names the folder to write")
+    if (folder / "checkpoint.npz").is_file():
+        raise FileExistsError(f"--to {folder} holds a training run (checkpoint.npz): the export's tokenizer.json "
+                              "(transformers' form) would replace the run's; export to another folder")
     if folder.is_dir() and any(folder.iterdir()) and not overwrite:
         raise FileExistsError(f"--to {folder} exists and is not empty; pass --overwrite to replace the files an "
                               f"export writes there ({', '.join(sorted(export_files()))}); other files are kept")
     model, tokenizer = load_trained(checkpoint_path)
+    layout = layout_of(model)                          # refuses a family without a layout, in one line
     out = save_pretrained(model, folder, tokenizer=tokenizer, overwrite=overwrite)
-    arch = layout_for(model.config).ARCHITECTURE     # the config (gpt1 / gpt2 / llama run) picks it
-    if isinstance(tokenizer, ByteBPETokenizer):
-        note = (f"{arch} with GPT-2 tokenizer files (vocab.json, merges.txt): "
-                f"AutoModelForCausalLM / AutoTokenizer.from_pretrained('{out}') load it")
+    parts = list(getattr(layout, "PARTS", ()))       # ELECTRA: discriminator/ and generator/
+    where = f"{out}/{{{','.join(parts)}}}" if parts else str(out)
+    tokenizer_files = export_files() - {"config.json", "model.safetensors"}
+    files = sorted(p.name for p in (out / parts[0] if parts else out).iterdir() if p.name in tokenizer_files)
+    arch = " + ".join(layout.PARTS.values()) if parts else layout.ARCHITECTURE
+    if has_hf_form(tokenizer):
+        note = (f"{arch} with the {type(tokenizer).__name__} as {', '.join(files)}: "
+                f"transformers' {arch} and AutoTokenizer .from_pretrained('{where}') load it")
     else:
         note = (f"{arch}; the {type(tokenizer).__name__} has no transformers form, so it is saved as "
                 f"{MINIPT_TOKENIZER} (minipt.tokenizers.Tokenizer.load): encode and decode ids with minipt")
@@ -83,11 +92,11 @@ def load_tokenizer(folder):
     from ..tokenizers.gpt2_files import MERGES, TOKENIZER_JSON, VOCAB, load_gpt2_files
 
     folder = Path(folder)
+    if (folder / MINIPT_TOKENIZER).is_file():        # minipt's own form first: an export writes it beside
+        return Tokenizer.load(folder / MINIPT_TOKENIZER)   # the transformers files of words, characters, WordPiece
     if ((folder / VOCAB).is_file() and (folder / MERGES).is_file()) or (folder / TOKENIZER_JSON).is_file():
         _check_gpt2_tokenizer(folder)
         return load_gpt2_files(folder)
-    if (folder / MINIPT_TOKENIZER).is_file():
-        return Tokenizer.load(folder / MINIPT_TOKENIZER)
     return None
 
 

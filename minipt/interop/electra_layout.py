@@ -111,7 +111,8 @@ def export_problem(config) -> str | None:
 def config_from_hf(hf: dict) -> ElectraConfig:
     raise ValueError("config.json: this folder holds one half of ELECTRA (model_type 'electra'); minipt's ELECTRA "
                      "is the generator and the discriminator together: pass the folder that holds generator/ and "
-                     "discriminator/ (as save_pretrained writes it)")
+                     "discriminator/ (as save_pretrained writes it); an ElectraForMaskedLM or ElectraModel folder "
+                     "alone loads as a masked LM (electra_mlm_layout.py)")
 
 
 def _part_config(hf: dict, part: str) -> BertConfig:

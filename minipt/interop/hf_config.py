@@ -73,8 +73,8 @@ def check_architectures(config: dict, accepted: tuple[str, ...]) -> None:
     """``architectures`` (when present) must name one of ``accepted`` classes."""
     archs = config.get("architectures") or []
     if archs and not any(a in accepted for a in archs):
-        raise ValueError(f"config.json: architectures {archs} is not a causal LM minipt reads "
-                         f"(model_type {config['model_type']!r} supports {list(accepted)})")
+        raise ValueError(f"config.json: architectures {archs} is not a class minipt reads for model_type "
+                         f"{config['model_type']!r} (it reads {', '.join(accepted)})")
 
 
 def write_config(folder, config: dict) -> None:

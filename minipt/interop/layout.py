@@ -8,11 +8,21 @@ One ``Entry`` per tensor of the other library says where its numbers live in min
   computes x W^T, so the file holds W^T of minipt's W;
 - ``rows``: one block of rows of a fused minipt matrix. minipt projects q, k and v with one
   ``c_attn`` (3C, C); LLaMA keeps ``q_proj``, ``k_proj``, ``v_proj`` (C, C) apart, which
-  are rows 0:C, C:2C and 2C:3C of it (``part`` 0, 1, 2 of ``parts`` 3).
+  are rows 0:C, C:2C and 2C:3C of it (``part`` 0, 1, 2 of ``parts`` 3);
+- ``flip``: the same rows in reverse order, for a 2-way classifier whose labels the other
+  library numbers the other way round (BERT's NSP and ALBERT's SOP: minipt's label 1 is
+  IsNext / in order, transformers' label 0 is), so row k of one is row 1 - k of the other.
 
-Every conversion is a relabelling, a transpose or a slice, all linear, so the same table
-carries parameters, gradients and shapes (``to_theirs``, ``from_theirs``,
-``their_shapes``), and a round trip gives the very same bits back.
+``perm`` reorders the channels of the residual stream, on the axis it names ("in": the
+last, a weight's input columns; "out": the first, a weight's output rows or a vector),
+after any of the above: "even channels first, then the odd ones" (``deinterleave``).
+Marian keeps the sinusoid's sines in the first half of the channels and its cosines in
+the second, where Vaswani et al. interleave them; every weight that reads or writes the
+stream, reordered alike, computes the same function (``marian_layout.py``).
+
+Every conversion is a relabelling, a transpose, a slice, a row reversal or a reordering,
+all linear, so the same table carries parameters, gradients and shapes (``to_theirs``,
+``from_theirs``, ``their_shapes``), and a round trip gives the very same bits back.
 """
 from __future__ import annotations
 
@@ -25,9 +35,24 @@ import numpy as np
 class Entry:
     theirs: str              # the tensor's name in the other library's files
     ours: str                # the minipt parameter (``GPT.named_parameters()``) holding it
-    how: str = "copy"        # "copy" | "transpose" | "rows"
+    how: str = "copy"        # "copy" | "transpose" | "rows" | "flip"
     part: int = 0            # rows: which block of rows of ``ours``
     parts: int = 1           # rows: how many equal blocks ``ours`` is cut into
+    perm: str = ""           # "" | "in" | "out": the residual-stream axis reordered by ``deinterleave``
+
+
+def deinterleave(n: int) -> np.ndarray:
+    """Channel order [0, 2, 4, ..., 1, 3, 5, ...] of an even ``n``: theirs[j] = ours[order[j]]."""
+    return np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)])
+
+
+def _reorder(a: np.ndarray, perm: str, inverse: bool = False) -> np.ndarray:
+    """``a`` with its ``perm`` axis deinterleaved (or, ``inverse``, interleaved back)."""
+    if not perm:
+        return a
+    axis = -1 if perm == "in" else 0
+    order = deinterleave(a.shape[axis])
+    return np.take(a, np.argsort(order) if inverse else order, axis=axis)
 
 
 def _check_names(entries: list[Entry], ours: dict) -> None:
@@ -56,8 +81,11 @@ def to_theirs(entries: list[Entry], ours: dict[str, np.ndarray]) -> dict[str, np
             out[e.theirs] = np.ascontiguousarray(a.T)                    # (C_out, C_in) -> (C_in, C_out)
         elif e.how == "rows":
             out[e.theirs] = np.ascontiguousarray(_rows(a, e))            # (3C, C) -> (C, C)
+        elif e.how == "flip":
+            out[e.theirs] = np.ascontiguousarray(a[::-1])                 # (2, ...) rows reversed
         else:
             raise ValueError(f"layout entry {e.theirs}: unknown conversion {e.how!r}")
+        out[e.theirs] = np.ascontiguousarray(_reorder(out[e.theirs], e.perm))
     return out
 
 
@@ -67,13 +95,15 @@ def from_theirs(entries: list[Entry], theirs: dict[str, np.ndarray], dtype) -> d
     out: dict[str, np.ndarray] = {}
     blocks: dict[str, list[tuple[int, np.ndarray]]] = {}
     for e in entries:
-        a = np.asarray(theirs[e.theirs])
+        a = _reorder(np.asarray(theirs[e.theirs]), e.perm, inverse=True)
         if e.how == "copy":
             out[e.ours] = a.astype(dtype, copy=True)
         elif e.how == "transpose":
             out[e.ours] = np.ascontiguousarray(a.T, dtype=dtype)         # (C_in, C_out) -> (C_out, C_in)
         elif e.how == "rows":
             blocks.setdefault(e.ours, []).append((e.part, a))
+        elif e.how == "flip":
+            out[e.ours] = np.ascontiguousarray(a[::-1], dtype=dtype)     # (2, ...) rows reversed
         else:
             raise ValueError(f"layout entry {e.theirs}: unknown conversion {e.how!r}")
     for name, parts in blocks.items():

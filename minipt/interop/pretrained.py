@@ -14,7 +14,16 @@ three layouts, chosen by ``model_type``:
   ``roberta`` <-> ``RobertaForMaskedLM`` (``roberta_layout.py``), ``albert`` <-> ``AlbertForPreTraining``
   (``albert_layout.py``); ``electra`` <-> ``ElectraForPreTraining`` + ``ElectraForMaskedLM``
   (``electra_layout.py``): minipt's ELECTRA as a pair folder (discriminator/, generator/).
-- ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``).
+  A single ``ElectraForMaskedLM`` / ``ElectraModel`` folder loads as a BERT-style MLM (``electra_mlm_layout.py``).
+- ``bart`` <-> ``BartForConditionalGeneration`` (``bart_layout.py``): minipt's BART (``models/seq2seq/bart.py``)
+  and MASS; ``t5`` <-> ``T5ForConditionalGeneration`` (``t5_layout.py``); ``marian`` <->
+  ``MarianMTModel`` (``marian_layout.py``): minipt's Vaswani Transformer, channels reordered.
+
+Export is for the registry names in ``EXPORTABLE``; every other model (word2vec, the
+n-gram, ELMo, the task heads, the prefix LM, ...) is refused in one line by ``layout_of``,
+with the reason in ``NEAR_MISSES`` where a transformers class looks close. Shared code
+asks the model only what the protocol offers (``spec()``, ``block_size``); the layouts
+read their family's config.
 
 On export each layout says whether it can hold the model's config (``export_problem``);
 the first that can is used, so a config's shape (pre- or post-LN, norms, positions)
@@ -24,6 +33,17 @@ Loading checks before it reads any tensor: the config (an option minipt does not
 implement is a ValueError naming it), then every tensor name and shape against the model
 that config describes (a missing, extra or mis-shaped tensor is a ValueError naming it).
 Nothing is unpickled and no code from the folder runs; a ``pytorch_model.bin`` is refused.
+
+Folders as users find them: an encoder layout names its optional heads (``HEADS``: the MLM
+head, pooler, NSP / SOP head, each a tensor-name prefix), so a ``BertModel``,
+``BertForMaskedLM``, ``RobertaModel``, ``AlbertModel`` or ``AlbertForMaskedLM`` folder loads
+into the family's pre-training model: a head stored in full is read, a head with no tensor
+in the file keeps minipt's initialisation (seed 0), and one ``UserWarning`` names the heads
+left so. A head stored in part is a missing tensor, as ever. ``UNUSED`` prefixes are
+tensors a class stores that minipt's model has no place for (prefix -> why; RoBERTa's
+pooler, which transformers' ``RobertaForMaskedLM`` drops too): they are skipped, and the
+note says so. LayerNorm parameters under TensorFlow BERT's names (``LayerNorm.gamma`` /
+``.beta``, as in bert-base-uncased's file) are read as ``.weight`` / ``.bias``, as transformers does.
 
 Saving writes everything into a temporary folder beside the target first, so a failed
 export leaves nothing behind. A new folder is then renamed into place at once; with
@@ -39,6 +59,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +70,10 @@ from . import (
     bart_layout,
     bert_layout,
     electra_layout,
+    electra_mlm_layout,
     gpt2_layout,
     llama_layout,
+    marian_layout,
     openai_gpt_layout,
     roberta_layout,
     t5_layout,
@@ -64,16 +87,47 @@ LAYOUTS = {m.MODEL_TYPE: m for m in (gpt2_layout, llama_layout, openai_gpt_layou
 # Layouts of models other than ``GPT``: each names its minipt config class (CONFIG) and builds
 # its model (``build(config, rng, dtype)``); a config of that class exports through it.
 MODEL_LAYOUTS = {m.MODEL_TYPE: m for m in (xlnet_layout, bert_layout, roberta_layout, albert_layout,
-                                              electra_layout, bart_layout, t5_layout)}
+                                              electra_layout, bart_layout, t5_layout, marian_layout)}
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 MINIPT_TOKENIZER = "minipt_tokenizer.json"     # a non-BPE tokenizer, in minipt's own JSON
 
 
+# Registry names (``model.spec()["model"]``) of the models a layout above holds; every other
+# model is refused by ``layout_of``, with the reason below where a near transformers class exists.
+EXPORTABLE = ("gpt", "gpt1", "gpt3", "dialogpt", "llama", "bert", "roberta", "albert", "electra", "t5", "bart",
+              "mass", "xlnet", "transformer")
+NEAR_MISSES = {
+    "prefixlm": "GPT2LMHeadModel would attend causally inside the prefix, which the prefix LM sees whole",
+    "unilm": "BertForPreTraining would compute only its bidirectional mask, not its left-to-right and seq2seq "
+             "masks",
+    "bert-classify": "minipt writes no layout for its task head", "bert-qa": "minipt writes no layout for its task "
+    "head", "bert-tag": "minipt writes no layout for its task head",
+    "gpt1-finetune": "minipt writes no layout for its task heads",
+    "ernie": "transformers' 'ernie' is Baidu's ERNIE, another model, and it has none for Tsinghua's entity fusion",
+    "glm": "transformers' 'glm' is GLM-4, another network, and it has none for the 2-D positions of blank infilling",
+    "vilbert": "minipt writes no layout for its region features and co-attention",
+    "visualbert": "minipt writes no layout for its region features",
+}
+
+
 def export_files() -> frozenset[str]:
     """The names an export may write: what ``overwrite=True`` replaces, and nothing else."""
-    from ..tokenizers.gpt2_files import MERGES, TOKENIZER_CONFIG, VOCAB
+    from ..tokenizers.gpt2_files import MERGES, TOKENIZER_CONFIG, TOKENIZER_JSON, VOCAB
+    from ..tokenizers.hf_files import VOCAB_TXT
     from .hf_config import CONFIG
-    return frozenset({CONFIG, WEIGHTS, MINIPT_TOKENIZER, VOCAB, MERGES, TOKENIZER_CONFIG})
+    return frozenset({CONFIG, WEIGHTS, MINIPT_TOKENIZER, VOCAB, MERGES, TOKENIZER_CONFIG, TOKENIZER_JSON, VOCAB_TXT})
+
+
+def layout_of(model):
+    """The layout module that holds ``model``, or a ValueError (one line) saying that its
+    family has no Hugging Face layout, or why this config does not fit the family's."""
+    from ..models import registry
+    name = model.spec().get("model")
+    if name not in EXPORTABLE:
+        title = registry.get(name).title if name in registry._REGISTRY else type(model).__name__
+        why = NEAR_MISSES.get(name, "transformers has no class that computes it")
+        raise ValueError(f"{name} ({title}) has no Hugging Face layout: {why}. Exportable: {', '.join(EXPORTABLE)}")
+    return layout_for(model.config)
 
 
 def layout_for(config: GPTConfig):
@@ -106,17 +160,20 @@ def their_named(model: GPT, which: str = "params") -> dict[str, np.ndarray]:
 
 
 # -- saving ----------------------------------------------------------------------------------
-def save_pretrained(model: GPT, folder, *, tokenizer=None, overwrite: bool = False) -> Path:
+def save_pretrained(model, folder, *, tokenizer=None, overwrite: bool = False) -> Path:
     """Write ``model`` as a transformers folder: ``config.json`` + ``model.safetensors``,
-    and ``tokenizer``'s files if given (byte-level BPE: GPT-2's vocab.json + merges.txt;
-    other minipt tokenizers: ``minipt_tokenizer.json``).
+    and, if given, ``tokenizer`` in the form ``AutoTokenizer`` reads
+    (``tokenizers/hf_files.py``: WordPiece's vocab.txt, GPT-2's vocab.json + merges.txt, a
+    tokenizer.json for words and characters) plus, for all but byte-level BPE, minipt's own
+    ``minipt_tokenizer.json``. An ELECTRA is two folders, ``discriminator/`` and
+    ``generator/``, each with the tokenizer.
 
-    Raises ValueError for a model no transformers class can hold (GPT-3's sparse layers,
-    GPT-1 with exact GELU, mixed styles) before anything is written, and FileExistsError when
-    ``folder`` exists and is not empty (pass ``overwrite=True`` to replace the export files
-    in it, leaving every other file and subfolder as it is)."""
+    Raises ValueError for a model no transformers class can hold (a family without a layout,
+    GPT-3's sparse layers, GPT-1 with exact GELU, mixed styles) before anything is written,
+    and FileExistsError when ``folder`` exists and is not empty (pass ``overwrite=True`` to
+    replace the export files in it, leaving every other file and subfolder as it is)."""
     folder = Path(folder)
-    layout = layout_for(model.config)
+    layout = layout_of(model)
     dtype = np.dtype(model.dtype).name
     if dtype not in _DTYPES:
         raise ValueError(f"model dtype {dtype}: expected float32 or float64")
@@ -125,27 +182,34 @@ def save_pretrained(model: GPT, folder, *, tokenizer=None, overwrite: bool = Fal
     if folder.exists() and any(folder.iterdir()) and not overwrite:
         raise FileExistsError(f"{folder} exists and is not empty; pass overwrite=True to replace the export "
                               "files in it")
-    bos = eos = None
-    if tokenizer is not None:
-        if tokenizer.vocab_size > model.config.vocab_size:
-            raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is "
-                             f"{model.config.vocab_size}")
-        eos = bos = tokenizer.special_tokens.get("<|endoftext|>")
+    bos, eos = _bos_eos(tokenizer)
     if hasattr(layout, "parts"):                      # one minipt model, several transformers folders (ELECTRA)
-        if tokenizer is not None:
-            raise ValueError(f"{layout.ARCHITECTURE}: tokenizer files are not written for a model saved as parts")
-        for sub, (tensors, config) in layout.parts(model, dtype).items():
-            write_folder(folder / sub, tensors, config)
-        return folder
-    write_folder(folder, to_theirs(layout.entries(model.config), model.parameters()),
-                 layout.config_to_hf(model.config, dtype, bos, eos), tokenizer,
-                 model.config.block_size if tokenizer is not None else None)
+        folders = {folder / sub: part for sub, part in layout.parts(model, dtype).items()}
+    else:
+        folders = {folder: (to_theirs(layout.entries(model.config), model.parameters()),
+                            layout.config_to_hf(model.config, dtype, bos, eos))}
+    for _, config in folders.values():
+        if tokenizer is not None and tokenizer.vocab_size > config["vocab_size"]:
+            raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is "
+                             f"{config['vocab_size']}")
+    for path, (tensors, config) in folders.items():
+        write_folder(path, tensors, config, tokenizer, model.block_size)
     return folder
 
 
+def _bos_eos(tokenizer) -> tuple[int | None, int | None]:
+    """The ids of the tokenizer's bos and eos tokens (``hf_files.special_roles``), for config.json."""
+    if tokenizer is None:
+        return None, None
+    from ..tokenizers.hf_files import special_roles
+    roles = special_roles(tokenizer)
+    return tuple(None if roles[r] is None else tokenizer.token_to_id(roles[r]) for r in ("bos_token", "eos_token"))
+
+
 def write_folder(folder: Path, tensors: dict, config: dict, tokenizer=None, block_size: int | None = None) -> None:
-    """``config.json`` + ``model.safetensors`` (+ tokenizer files) into ``folder``, written
-    beside it first and moved into place (see ``_move_into_place``)."""
+    """``config.json`` + ``model.safetensors`` (+ tokenizer files, ``model_max_length``
+    ``block_size``) into ``folder``, written beside it first and moved into place (see
+    ``_move_into_place``)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
@@ -162,15 +226,15 @@ def write_folder(folder: Path, tensors: dict, config: dict, tokenizer=None, bloc
         raise
 
 
-def _write_tokenizer(tokenizer, folder: Path, block_size: int) -> None:
-    """Byte-level BPE -> GPT-2's vocab.json + merges.txt (transformers reads them); any other
-    minipt tokenizer (characters, words) -> ``minipt_tokenizer.json``, minipt's own format,
-    which transformers cannot read (see ``tokenizers/gpt2_files.py``)."""
+def _write_tokenizer(tokenizer, folder: Path, block_size: int | None) -> None:
+    """The transformers files (``hf_files.save_hf_tokenizer``) and, for all but byte-level
+    BPE, whose GPT-2 files minipt reads back exactly, ``minipt_tokenizer.json`` too (what
+    ``minipt sample --hf`` reads). A tokenizer with no transformers form gets only the latter."""
     from ..tokenizers.byte_bpe import ByteBPETokenizer
-    from ..tokenizers.gpt2_files import save_gpt2_files
-    if isinstance(tokenizer, ByteBPETokenizer):
-        save_gpt2_files(tokenizer, folder, model_max_length=block_size)
-    else:
+    from ..tokenizers.hf_files import has_hf_form, save_hf_tokenizer
+    if has_hf_form(tokenizer):
+        save_hf_tokenizer(tokenizer, folder, model_max_length=block_size)
+    if not isinstance(tokenizer, ByteBPETokenizer):
         tokenizer.save(folder / MINIPT_TOKENIZER)
 
 
@@ -196,6 +260,8 @@ def config_from_folder(folder) -> tuple[GPTConfig, object]:
     """The minipt config a transformers folder describes, and its layout module."""
     hf = read_config(folder)
     layout = LAYOUTS.get(hf["model_type"]) or MODEL_LAYOUTS.get(hf["model_type"])
+    if layout is electra_layout and electra_mlm_layout.reads(hf):     # one ELECTRA MLM folder, not a pair
+        layout = electra_mlm_layout
     if layout is None:
         known = ", ".join(f"{k} ({m.ARCHITECTURE})" for k, m in {**LAYOUTS, **MODEL_LAYOUTS}.items())
         raise ValueError(f"{Path(folder) / 'config.json'}: model_type {hf['model_type']!r} is not supported; "
@@ -219,8 +285,10 @@ def _pick_dtype(dtype, index: dict):
 def from_pretrained(folder, *, dtype=None) -> GPT:
     """A minipt ``GPT`` with the weights of a transformers ``GPT2LMHeadModel``,
     ``LlamaForCausalLM`` or ``OpenAIGPTLMHeadModel`` folder (or the model of a ``MODEL_LAYOUTS``
-    folder: XLNet, BERT). ``dtype`` float32 / float64 (default: float64 if the file
-    is float64, else float32; float16 tensors are widened)."""
+    folder: XLNet, BERT, RoBERTa, ALBERT, ELECTRA, T5, BART). ``dtype`` float32 / float64
+    (default: float64 if the file is float64, else float32; float16 tensors are widened).
+    An encoder folder without some heads (``BertModel``, ``BertForMaskedLM``, ...) loads with
+    those heads as initialised and one ``UserWarning`` naming them."""
     folder = Path(folder)
     if electra_layout.is_pair_folder(folder):        # ELECTRA: generator/ + discriminator/
         return electra_layout.from_pair_folder(folder, dtype)
@@ -231,16 +299,55 @@ def from_pretrained(folder, *, dtype=None) -> GPT:
     table = layout.entries(config)
     copies = layout.tied_copies(config) if hasattr(layout, "tied_copies") else \
         ({"lm_head.weight": table[0].theirs} if config.tie_embeddings else {})
-    stored = read_checked(folder, index, table, {n: p.shape for n, p in model.named_parameters()}, copies,
-                          layout.ARCHITECTURE)
-    model.load_state_dict(from_theirs(table, stored, model.dtype))
+    table, index, note = _heads_present(folder, layout, table, index)
+    shapes = {n: p.shape for n, p in model.named_parameters()}
+    stored = read_checked(folder, index, table, {e.ours: shapes[e.ours] for e in table}, copies, layout.ARCHITECTURE)
+    arrays = from_theirs(table, stored, model.dtype)
+    model.load_state_dict({**model.parameters(), **arrays})       # absent heads: as initialised
+    if note:
+        warnings.warn(note, stacklevel=2)
     return model
+
+
+def _heads_present(folder, layout, table: list, index: dict) -> tuple[list, dict, str | None]:
+    """``table`` without the entries of heads (``layout.HEADS``: what -> name prefix) that have
+    no tensor in ``index``, ``index`` without ``layout.UNUSED`` tensors, and the one-line note
+    naming both (None when the folder holds every head)."""
+    heads = getattr(layout, "HEADS", {})
+    absent = {what: prefix for what, prefix in heads.items() if not any(n.startswith(prefix) for n in index)}
+    table = [e for e in table if not e.theirs.startswith(tuple(absent.values()))]
+    unused = {p: why for p, why in getattr(layout, "UNUSED", {}).items() if any(n.startswith(p) for n in index)}
+    index = {n: v for n, v in index.items() if not n.startswith(tuple(unused))}
+    parts = []
+    if absent:
+        parts.append(f"no {', no '.join(f'{w} ({p}*)' for w, p in absent.items())} in this folder: "
+                     f"left at minipt's initialisation, so their outputs mean nothing until trained")
+    parts += [f"{p}* not loaded: {why}" for p, why in unused.items()]
+    return table, index, f"{folder}: {'; '.join(parts)}" if parts else None
+
+
+# LayerNorm parameters under the names of Google's TensorFlow BERT, which files converted from it
+# still use (bert-base-uncased's model.safetensors among them); transformers renames them alike
+LEGACY_NAMES = {"LayerNorm.gamma": "LayerNorm.weight", "LayerNorm.beta": "LayerNorm.bias"}
+
+
+def _modern_name(name: str) -> str:
+    for old, new in LEGACY_NAMES.items():
+        if name.endswith(old):
+            return name[:-len(old)] + new
+    return name
 
 
 def layout_index(folder, layout) -> dict:
     """The folder's tensor index under the names of ``layout`` (a bare file's names get its
-    prefix), buffers left out."""
-    index = tensor_index(folder)
+    prefix, ``LEGACY_NAMES`` their present names), buffers left out."""
+    index = {}
+    for name, info in tensor_index(folder).items():
+        modern = _modern_name(name)
+        if modern in index:
+            both = " and ".join(sorted({index[modern].key, name}))
+            raise ValueError(f"{folder}: tensor {modern} is stored twice, as {both}")
+        index[modern] = info
     if not any(name.startswith(layout.PREFIX) for name in index):     # a bare GPT2Model / LlamaModel file
         index = {(n if n == "lm_head.weight" else layout.PREFIX + n): v for n, v in index.items()}
     return {n: v for n, v in index.items() if not layout.is_buffer(n)}

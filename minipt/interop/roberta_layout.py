@@ -10,14 +10,16 @@ the fused ``c_attn``, exactly as BERT's in ``bert_layout.py``):
     lm_head.bias (V,)                    mlm.bias
 
 - **No pooler, no NSP.** ``RobertaForMaskedLM`` builds its encoder without the pooler;
-  minipt's RoBERTa (``nsp=False``) has none either.
+  minipt's RoBERTa (``nsp=False``) has none either. A ``RobertaModel`` file (names without
+  ``roberta.``) has a pooler and no ``lm_head``: the pooler is skipped (``UNUSED``), the
+  MLM head left at its initialisation, and one note says both (``pretrained.py``).
 - **Tied decoder.** ``lm_head.decoder.weight`` is the word embedding and
   ``lm_head.decoder.bias`` is ``lm_head.bias``; older files store the copies, which are
   checked equal and dropped (``tied_copies``).
-- **Positions.** transformers numbers real tokens from ``pad_token_id + 1`` and gives
-  padding the row ``pad_token_id``; minipt's ``position_offset`` = pad_token_id + 1 gives
-  the same rows to real tokens of right-padded batches (``models/encoder/roberta.py``), so
-  outputs agree at every real position; padding slots' own outputs differ and reach no loss.
+- **Positions.** transformers numbers real tokens from ``pad_token_id + 1``, counting the
+  ids that are not ``pad_token_id``, and gives padding the row ``pad_token_id``; minipt's
+  ``position_offset`` = pad_token_id + 1 numbers them the same way
+  (``models/encoder/roberta.py``), so outputs agree at every position, left padding included.
   ``max_position_embeddings`` (514 in roberta-base: 512 + the offset 2) is minipt's
   ``max_position``.
 - **Options.** As BERT's (``bert_layout.read_encoder_config``), except that ``hidden_act``
@@ -35,6 +37,8 @@ from .layout import Entry
 MODEL_TYPE = "roberta"
 ARCHITECTURE = "RobertaForMaskedLM"
 ACCEPTED = (ARCHITECTURE, "RobertaModel")
+HEADS = {"MLM head": "lm_head."}
+UNUSED = {"roberta.pooler.": "minipt's RoBERTa has no pooler (nor has RobertaForMaskedLM)"}
 PREFIX = "roberta."
 CONFIG = RobertaConfig
 _BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")

@@ -168,18 +168,3 @@ class SentenceEncoder:
             e = e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
         return e @ e.T
 
-
-def embed_command(folder, sentences: list[str], similarity: bool) -> str:
-    """The text ``minipt embed`` prints: one embedding per line (sentence, then the C
-    numbers), or the cosine similarity matrix."""
-    folder = bundled_folder() if folder is None else Path(folder)
-    model = SentenceEncoder.from_folder(folder)
-    if similarity:
-        s = model.similarity(sentences)
-        width = max(len(str(i)) for i in range(len(sentences)))
-        lines = [f"{i:>{width}}  {text}" for i, text in enumerate(sentences)]
-        lines.append(" " * width + "".join(f"{j:>8}" for j in range(len(sentences))))
-        lines += [f"{i:>{width}}" + "".join(f"{v:8.4f}" for v in row) for i, row in enumerate(s)]
-        return "\n".join(lines)
-    e = model.embed(sentences)
-    return "\n".join(f"{text}\t" + " ".join(f"{v:.6f}" for v in row) for text, row in zip(sentences, e))

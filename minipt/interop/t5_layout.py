@@ -24,12 +24,14 @@ Tensor names (encoder layer i, decoder layer j; minipt name on the right):
 - **Two variants.** T5 v1.0: ``feed_forward_proj`` "relu", tied head, output rescaled by
   d_model^-1/2. T5 v1.1: "gated-gelu" (gelu_new, the tanh GELU), an untied ``lm_head``
   and no rescale (``tie_word_embeddings`` false in its config.json).
-- **transformers 5 always ties** T5's head to ``shared`` and keeps the v1.1 "no rescale"
-  as ``scale_decoder_outputs`` false (with ``tie_word_embeddings`` true). Reading: a
+- **transformers 5's ``T5Config`` always says** ``tie_word_embeddings`` true and keeps the
+  v1.1 "no rescale" as ``scale_decoder_outputs`` false. Reading: a
   config with ``scale_decoder_outputs`` takes it as the rescale and ``tie_word_embeddings``
   as the tie; a config without it (older transformers, Google's files) rescales exactly when
   tied. Writing: both keys, so either reader gets the same model. An untied minipt T5
-  exports ``lm_head.weight``, which transformers 5.23 does not read (it ties the head).
+  exports ``lm_head.weight``; transformers 5.23 reads it: a stored head that differs from
+  ``shared.weight`` stays untied (it warns that the config asks for a tie), so the untied
+  v1.1 round trip computes the same logits (``tests/interop/test_t5_transformers.py``).
 - **Covered** (``config_from_hf`` refuses the rest by name): ``d_kv`` = d_model / num_heads,
   ``feed_forward_proj`` "relu" or "gated-gelu", ``decoder_start_token_id`` = ``pad_token_id``,
   ``is_encoder_decoder`` true. ``dropout_rate`` -> ``dropout``; ``layer_norm_epsilon`` ->

@@ -6,6 +6,13 @@ and that entry: ``minipt train <name>`` offers its presets, ``minipt gradcheck``
 its gradients, ``tests/models/test_protocol.py`` holds it to the protocol
 (``protocol.py``), ``minipt models`` lists it, and none of them has an ``if`` per model.
 Entries are found by importing every module under ``minipt.models`` once.
+
+What a trained model is for is its entry's ``verbs``, the inference commands that serve
+it (``VERBS``): ``sample`` continues a prompt (causal LMs: the default of every entry with
+``language_model=True``), ``generate`` answers a text-to-text prompt (encoder-decoders),
+``fill`` and ``embed`` (masked LMs) predict masked tokens and pool sentence vectors. A
+command asked of a model whose entry lacks it is refused, naming the ones that serve it.
+An entry without presets says why in ``no_preset`` (``minipt models`` prints it).
 """
 from __future__ import annotations
 
@@ -27,6 +34,10 @@ class Preset:
     batch_size: int = 16
     data: dict = field(default_factory=dict)
     expected: str = ""
+
+
+VERBS = {"sample": "continue a prompt", "generate": "answer a text-to-text prompt",
+         "fill": "predict the [MASK] tokens of a text", "embed": "sentence embeddings"}
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,16 @@ class ModelEntry:
     language_model: bool = True            # False for task heads (no log_prob over a stream)
     has_backward: bool = True              # False where parameters are counted (the n-gram)
     invariant: tuple[str, ...] = ()        # parameters the loss cannot see (true gradient exactly 0)
+    verbs: tuple[str, ...] | None = None   # inference commands (``VERBS``); None: ("sample",) for a language model
+    no_preset: str = ""                    # why ``minipt train`` offers no preset (an entry without presets)
     module: str = ""                       # filled in by ``register``: the file that holds it
+
+    def __post_init__(self) -> None:
+        if self.verbs is None:
+            object.__setattr__(self, "verbs", ("sample",) if self.language_model else ())
+        unknown = [v for v in self.verbs if v not in VERBS]
+        if unknown:
+            raise ValueError(f"model {self.name!r}: unknown verbs {unknown}; the verbs are {', '.join(VERBS)}")
 
     @property
     def file(self) -> str:
@@ -123,6 +143,20 @@ def get(name: str) -> ModelEntry:
 def trainable() -> list[ModelEntry]:
     """The entries ``minipt train`` offers: those with a recipe and at least one preset."""
     return [e for e in entries() if e.recipe is not None and e.presets]
+
+
+def check_verb(name: str, verb: str, where) -> ModelEntry:
+    """The entry of model ``name`` (as a checkpoint's spec names it) if ``verb`` serves it;
+    else a ValueError naming the commands that do (or saying that none does)."""
+    entry = get(name)
+    if verb in entry.verbs:
+        return entry
+    what = f"{where} holds a {entry.title} model ({entry.name}, {entry.objective})"
+    if not entry.verbs:
+        raise ValueError(f"{what}; no minipt command runs it" + (f" (lesson {entry.lesson} shows it at work)"
+                                                                 if entry.lesson else ""))
+    serve = " or ".join(f"`minipt {v}` ({VERBS[v]})" for v in entry.verbs)
+    raise ValueError(f"{what}, which `minipt {verb}` does not serve; use {serve}")
 
 
 def build(spec: dict, *, rng: np.random.Generator | None = None, dtype=np.float32):

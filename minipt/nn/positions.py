@@ -38,6 +38,8 @@ class LearnedPositions(Embedding):
 
     Looking up consecutive ids is a slice, so forward returns rows offset..offset+T-1
     of the table (T, C) and backward adds the batch-summed gradient into those rows.
+    ``at(positions)`` looks up a position id per token instead (RoBERTa's, counted over the
+    real tokens of each row): a gather (B, T, C), whose backward is the Embedding's scatter-add.
     """
 
     def __init__(self, max_T: int, dim: int, *, rng: np.random.Generator, std: float = 0.02, dtype=np.float32):
@@ -52,10 +54,17 @@ class LearnedPositions(Embedding):
         self._span = (offset, offset + T)
         return self.params["weight"][offset:offset + T].copy()                   # (T, C)
 
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """positions (B, T) int -> W_p[positions] (B, T, C)."""
+        self._span = "gather"
+        return super().forward(positions)
+
     def backward(self, dy: np.ndarray) -> None:
         """dy (B, T, C) or (T, C): rows offset..offset+T-1 of W_p receive sum_b dy[b]."""
         if self._span is None:
             raise RuntimeError("LearnedPositions.backward needs a forward first")
+        if self._span == "gather":
+            return super().backward(dy)                                           # scatter-add by id
         lo, hi = self._span
         check_float("dy", dy)
         if dy.shape[-2:] != (hi - lo, self.params["weight"].shape[1]) or dy.ndim not in (2, 3):

@@ -21,8 +21,7 @@ import numpy as np
 from ..data.hmm_language import HMMLanguage
 from ..data.toy_grammar import END_WORD
 from ..models.classic.ngram import NGramVocab
-from . import with_steps
-from .run_folder import check_out, clear_run_files
+from . import run_folder, with_steps
 
 NL = "<nl>"          # the document end as a word (the toy language writes it as a newline)
 
@@ -81,7 +80,7 @@ def _write(out_dir: str, report: dict) -> tuple[Path, Path]:
     return out, path
 
 
-LM_FILES = ("checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
+LM_FILES = ("run.json", "checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
 VECTOR_FILES = ("vectors.npz", "report.json")
 
 
@@ -89,17 +88,21 @@ def lm_recipe(entry, preset: str | None = None, *, corpus: str | None = None, st
               out_dir: str = "runs/lm", seed: int | None = None, resume: bool = False, overwrite: bool = False,
               progress: bool = True) -> dict:
     """The n-gram (counted) or the NNLM (trained by ``minipt.train``), scored against the oracle."""
-    preset, seed = preset or "toy", 0 if seed is None else seed
-    check_out(Path(out_dir), LM_FILES, resume=resume, overwrite=overwrite, can_resume=entry.has_backward)
+    out = Path(out_dir)
+    run_folder.check_out(out, LM_FILES, resume=resume, overwrite=overwrite, can_resume=entry.has_backward)
+    preset, steps, seed = run_folder.run_settings(entry, out, resume, preset, steps, seed)
+    corpus = run_folder.run_corpus(out, resume, corpus)     # the NNLM's saved settings; a resume keeps them
     p, model_kw, train_kw, data = _settings(entry, preset)
-    if overwrite:
-        clear_run_files(Path(out_dir), LM_FILES)
     train_w, val_w, oracle, source = word_splits(data.get("n_words", 200_000), corpus, seed)
     vocab = NGramVocab([train_w], min_count=data.get("min_count", 1))
     train_ids, val_ids = vocab.encode(train_w), vocab.encode(val_w)
     nl = vocab.index.get(NL, vocab.index[vocab.EOS])
-    out = Path(out_dir)
-    files, t0 = [], time.perf_counter()
+    if overwrite:                                            # every check has passed: replace the old files
+        run_folder.clear_run_files(out, LM_FILES)
+    if not resume:
+        out.mkdir(parents=True, exist_ok=True)
+        run_folder.write_settings(entry, out, preset, steps, seed, corpus=corpus)
+    files, t0 = [str(out / "run.json")], time.perf_counter()
     if entry.name == "ngram":
         model = entry.build(vocab_size=len(vocab), **model_kw).fit(train_ids)
     else:
@@ -130,10 +133,10 @@ def vectors_recipe(entry, preset: str | None = None, *, corpus: str | None = Non
     """word2vec or GloVe on the training words, scored on analogies and categories."""
     from ..tasks.word_vectors import StaticVectors, evaluate, ppmi_svd
     preset, seed = preset or "toy", 0 if seed is None else seed
-    check_out(Path(out_dir), VECTOR_FILES, resume=resume, overwrite=overwrite, can_resume=False)
+    run_folder.check_out(Path(out_dir), VECTOR_FILES, resume=resume, overwrite=overwrite, can_resume=False)
     p, model_kw, train_kw, data = _settings(entry, preset)
     if overwrite:
-        clear_run_files(Path(out_dir), VECTOR_FILES)
+        run_folder.clear_run_files(Path(out_dir), VECTOR_FILES)
     train_w, _, _, source = word_splits(data.get("n_words", 300_000), corpus, seed)
     vocab = sorted(set(train_w))
     index = {w: i for i, w in enumerate(vocab)}

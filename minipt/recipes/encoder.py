@@ -29,8 +29,9 @@ replaced-token detection, and may call ``mlm_metrics`` for its generator. Everyt
 else (run folder, presets, trainer, report file) is shared.
 
 Run-folder rules (``run_folder.py``): a second run into a folder is refused; ``--overwrite``
-replaces it; ``--resume`` continues it with the preset, steps and seed saved in
-``run.json``; on Ctrl-C the checkpoint is saved and the report says how to continue (the
+replaces it; ``--resume`` continues it with the preset, steps, seed and corpus saved in
+``run.json`` (another value given is refused, and the rebuilt vocabulary must equal
+``tokenizer.json``); on Ctrl-C the checkpoint is saved and the report says how to continue (the
 held-out evaluation runs on a finished run only).
 """
 from __future__ import annotations
@@ -55,7 +56,14 @@ from ..models.registry import Preset
 from ..objectives.common import IGNORE
 from ..train import TrainConfig, train
 from . import with_steps
-from .run_folder import _settings, check_out, clear_run_files
+from .run_folder import (
+    check_out,
+    check_tokenizer,
+    clear_run_files,
+    run_corpus,
+    run_settings,
+    write_settings,
+)
 
 RUN_FILES = ("run.json", "checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
 
@@ -162,11 +170,14 @@ def train_encoder(entry, preset: str | None = None, *, hooks: EncoderHooks = Enc
                   overwrite: bool = False, progress: bool = True) -> dict:
     out = Path(out_dir)
     check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
-    preset, steps, seed = _settings(out, resume, preset, steps, seed)
+    preset, steps, seed = run_settings(entry, out, resume, preset, steps, seed)
     if preset not in entry.presets:
         raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
     p = entry.presets[preset]
+    corpus = run_corpus(out, resume, corpus)
     data, source = build_corpus(p, hooks, corpus, seed)
+    if resume:
+        check_tokenizer(out, data.tok)
     model = entry.build(rng=np.random.default_rng(seed), vocab_size=data.vocab_size,   # RoBERTa: + its offset
                         max_position=data.max_length + p.model.get("position_offset", 0), **p.model)
     if overwrite and not resume:
@@ -174,7 +185,7 @@ def train_encoder(entry, preset: str | None = None, *, hooks: EncoderHooks = Enc
     out.mkdir(parents=True, exist_ok=True)
     if not resume:
         data.tok.save(out / "tokenizer.json")
-        (out / "run.json").write_text(json.dumps({"preset": preset, "steps": steps, "seed": seed}))
+        write_settings(entry, out, preset, steps, seed, corpus=corpus)
     tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
     if progress:
         print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "

@@ -7,11 +7,16 @@
   direction's validation loss and perplexity is printed next to the oracle's. The
   oracle's entropy per word is the same for both factorisations of a long stream
   (P(w_1..w_N) does not depend on the order it is expanded in), so one oracle serves both.
+
+The run folder (``run_folder.py``'s rules) holds ``run.json``: preset, steps, seed and
+corpus, which a ``--resume`` takes and may not change; the tokenizer it rebuilds must
+equal the saved ``tokenizer.json``.
 """
 from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +24,7 @@ import numpy as np
 from ..core.module import eval_mode
 from ..data.batching import TokenStream
 from ..train import TrainConfig, train
-from . import with_steps
-from .run_folder import check_out, clear_run_files
+from . import run_folder, with_steps
 
 
 def _char_data(preset, corpus, seed):
@@ -36,21 +40,19 @@ def _char_data(preset, corpus, seed):
     return toy_corpus(preset.data["n_tokens"], seed)
 
 
-RUN_FILES = ("checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
+RUN_FILES = ("run.json", "checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
 
 
 def recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,
            out_dir: str = "runs/lstm", seed: int | None = None, resume: bool = False, overwrite: bool = False,
            progress: bool = True) -> dict:
-    preset, seed = preset or "toy", 0 if seed is None else seed
-    check_out(Path(out_dir), RUN_FILES, resume=resume, overwrite=overwrite)
+    out = Path(out_dir)
+    run_folder.check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
+    preset, steps, seed = run_folder.run_settings(entry, out, resume, preset, steps, seed)
+    corpus = run_folder.run_corpus(out, resume, corpus)
     if preset not in entry.presets:
         raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
     p = entry.presets[preset]
-    out = Path(out_dir)
-    if overwrite:
-        clear_run_files(out, RUN_FILES)
-    out.mkdir(parents=True, exist_ok=True)
     tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
     if entry.name == "elmo":
         if corpus:
@@ -69,15 +71,24 @@ def recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps
                            p.batch_size)
         model = entry.build(rng=np.random.default_rng(seed), vocab_size=tok.vocab_size, **p.model)
         unit = "char"
-    if not resume:                    # a resumed run keeps the tokenizer it was trained with
+    if resume:                        # a resumed run keeps the tokenizer it was trained with
+        run_folder.check_tokenizer(out, tok)
+    else:
+        if overwrite:                 # every check has passed: replace the old run's files only
+            run_folder.clear_run_files(out, RUN_FILES)
+        out.mkdir(parents=True, exist_ok=True)
         tok.save(out / "tokenizer.json")
+        run_folder.write_settings(entry, out, preset, steps, seed, corpus=corpus)
     if progress:
         print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
               f"{source}, vocabulary {tok.vocab_size}")
     result = train(model, data.get_batch, tc, model_config=model.spec(), resume=resume)
     report = {"model": entry.name, "preset": preset, "steps": result.step, "train_loss": result.train_loss,
               "val_loss": result.val_loss, "oracle_loss": oracle, "seconds": round(result.seconds, 1),
-              "checkpoint": str(result.checkpoint), "plot": str(result.plot), "interrupted": result.interrupted}
+              "checkpoint": str(result.checkpoint), "plot": str(result.plot), "interrupted": result.interrupted,
+              "total_steps": tc.steps}
+    if result.interrupted:
+        report["resume_command"] = f"minipt train {entry.name} --out {shlex.quote(str(out))} --resume"
     val = f"{result.val_loss:.4f}" if result.val_loss is not None else "not evaluated"
     gap = f"; oracle {oracle:.4f} (gap {result.val_loss - oracle:+.4f})" if oracle is not None and \
         result.val_loss is not None else ""
@@ -103,6 +114,6 @@ def recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps
         summary.append(f"sample: {report['sample']!r}")
     report["summary"] = summary
     (out / "report.json").write_text(json.dumps(report, indent=2))
-    report["files"] = [str(q) for q in (result.checkpoint, out / "tokenizer.json", out / "metrics.jsonl",
+    report["files"] = [str(q) for q in (out / "run.json", result.checkpoint, out / "tokenizer.json", out / "metrics.jsonl",
                                          result.plot, out / "report.json") if q is not None]
     return report

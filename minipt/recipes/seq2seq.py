@@ -48,7 +48,13 @@ from ..models.registry import Preset
 from ..tokenizers.special import BOS, EOS, PAD
 from ..train import train
 from . import with_steps
-from .run_folder import _settings, check_out, clear_run_files
+from .run_folder import (
+    check_out,
+    check_tokenizer,
+    clear_run_files,
+    run_settings,
+    write_settings,
+)
 
 RUN_FILES = ("run.json", "tokenizer.json", "checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
 
@@ -120,7 +126,7 @@ def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
                              "known; --corpus is not supported")
         out = Path(out_dir or f"runs/{entry.name}")
         check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
-        preset, steps, seed = _settings(out, resume, preset, steps, seed)
+        preset, steps, seed = run_settings(entry, out, resume, preset, steps, seed)
         if preset not in entry.presets:
             raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
         p = entry.presets[preset]
@@ -129,7 +135,9 @@ def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
         settings = hooks.model_settings(tok) if hooks.model_settings else \
             dict(vocab_size=tok.vocab_size, pad_id=tok.token_to_id(PAD))
         model = entry.build(rng=np.random.default_rng(seed), **p.model, **settings)
-        start_step = load_checkpoint(out / "checkpoint.npz").extra["step"] if resume and \
+        if resume:
+            check_tokenizer(out, tok)
+        start_step = load_checkpoint(out / "checkpoint.npz").extra.get("step", 0) if resume and \
             (out / "checkpoint.npz").is_file() else 0
         batches = _Batches(tok, data, p, hooks, start_step)
         if overwrite and not resume:
@@ -137,8 +145,7 @@ def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
         out.mkdir(parents=True, exist_ok=True)
         if not resume:
             tok.save(out / "tokenizer.json")
-            (out / "run.json").write_text(json.dumps({"preset": preset, "steps": steps, "seed": seed,
-                                                      "start_token": hooks.start_token, "end_token": EOS}))
+            write_settings(entry, out, preset, steps, seed, start_token=hooks.start_token, end_token=EOS)
         settings = with_steps(p.train, steps)
         pre = min(batches.pretrain_steps, settings["steps"])
         if steps is not None and settings["steps"] > pre:     # the warm-up a fine-tuning run of that length gets

@@ -125,7 +125,8 @@ def reply_pairs(n: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def unilm_batch(pairs, rng: np.random.Generator, B: int, mask_prob: float, mode: str | None = None):
     """(ids, segments, mask (B, N, N), mlm_labels, nsp_labels) from B random pairs, each
-    with a drawn mode (or ``mode``); bidirectional rows carry NSP, half of them NotNext."""
+    with a drawn mode (or ``mode``); bidirectional rows carry NSP, half of them NotNext,
+    whose B is the reply of another pair."""
     from ..objectives.unified import unilm_example, unilm_mode
     tok = tokenizer()
     sp = {k: tok.token_to_id(t) for k, t in (("sos_id", SOS), ("eos_id", EOS), ("mask_id", MASK))}
@@ -136,8 +137,11 @@ def unilm_batch(pairs, rng: np.random.Generator, B: int, mask_prob: float, mode:
         label = IGNORE
         if m == "bidirectional":
             label = int(rng.random() < 0.5)
-            if not label:
-                b = pairs[int(rng.integers(len(pairs)))][1]
+            if not label:                                        # another pair's reply, never its own
+                if len(pairs) < 2:
+                    raise ValueError("UniLM's NSP needs at least two pairs to draw a NotNext reply from another")
+                j = int(rng.integers(len(pairs) - 1))
+                b = pairs[j + (j >= k)][1]
         rows.append(unilm_example(a, b, rng, **sp, vocab_size=tok.vocab_size, special_ids=(0,),
                                   mask_prob=mask_prob, mode=m))
         nsp.append(label)

@@ -7,10 +7,15 @@ order predicted); the validation loss is the same objective on held-out text, in
 per predicted character. The report adds the left-to-right loss of the validation text
 (the query stream in the natural order, every character predicted from those before it
 in the window) next to the oracle loss of the toy language.
+
+The run folder (``run_folder.py``'s rules) holds ``run.json``: preset, steps, seed and
+corpus, which a ``--resume`` takes and may not change; the tokenizer it rebuilds must
+equal the saved ``tokenizer.json``.
 """
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +25,7 @@ from ..models.registry import Preset
 from ..objectives.permutation import permutation_lm
 from ..tokenizers.char import CharTokenizer
 from ..train import TrainConfig, train
-from . import with_steps
-from .run_folder import check_out, clear_run_files
+from . import run_folder, with_steps
 
 PRESETS = {
     "toy": Preset(model=dict(n_layer=2, n_head=4, d_model=64, activation="gelu_tanh"), batch_size=16,
@@ -30,7 +34,7 @@ PRESETS = {
                   expected="permuted 0.447 nats per predicted char; left to right 1.616 (oracle 0.422); "
                            "52 s of one core"),
 }
-RUN_FILES = ("checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
+RUN_FILES = ("run.json", "checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
 
 
 class PermutedWindows:
@@ -68,9 +72,10 @@ class PermutedWindows:
 def train_xlnet(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,
                 out_dir: str = "runs/xlnet", seed: int | None = None, resume: bool = False,
                 overwrite: bool = False, progress: bool = True) -> dict:
-    preset, seed = preset or "toy", 0 if seed is None else seed
     out = Path(out_dir)
-    check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
+    run_folder.check_out(out, RUN_FILES, resume=resume, overwrite=overwrite)
+    preset, steps, seed = run_folder.run_settings(entry, out, resume, preset, steps, seed)
+    corpus = run_folder.run_corpus(out, resume, corpus)
     if preset not in entry.presets:
         raise ValueError(f"unknown --preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
     p = entry.presets[preset]
@@ -89,11 +94,14 @@ def train_xlnet(entry, preset: str | None = None, *, corpus: str | None = None, 
     data = PermutedWindows(tok.encode_array(train_text).astype(np.int64), tok.encode_array(val_text).astype(np.int64),
                            T, p.batch_size, p.data["K"])
     model = entry.build(rng=np.random.default_rng(seed), vocab_size=tok.vocab_size, **p.model)
+    if resume:
+        run_folder.check_tokenizer(out, tok)
     if overwrite and not resume:
-        clear_run_files(out, RUN_FILES)
+        run_folder.clear_run_files(out, RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)
     if not resume:
         tok.save(out / "tokenizer.json")
+        run_folder.write_settings(entry, out, preset, steps, seed, corpus=corpus)
     tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
     if progress:
         print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
@@ -104,7 +112,8 @@ def train_xlnet(entry, preset: str | None = None, *, corpus: str | None = None, 
     report = {"model": entry.name, "preset": preset, "steps": result.step, "train_loss": result.train_loss,
               "val_loss": result.val_loss, "left_to_right_loss": l2r, "oracle_loss": oracle,
               "seconds": round(result.seconds, 1), "interrupted": result.interrupted, "total_steps": tc.steps,
-              "resume_command": f"minipt train {entry.name} --out {out} --resume" if result.interrupted else None}
+              "resume_command": f"minipt train {entry.name} --out {shlex.quote(str(out))} --resume"
+              if result.interrupted else None}
     val = f"{result.val_loss:.4f}" if result.val_loss is not None else "not evaluated"
     summary = [f"permutation LM validation loss {val} nats per predicted char after {result.step} steps "
                f"({result.seconds:.0f}s)",
@@ -113,6 +122,6 @@ def train_xlnet(entry, preset: str | None = None, *, corpus: str | None = None, 
         summary.append(f"oracle loss of this validation text {oracle:.4f} nats/char (left to right, whole text)")
     report["summary"] = summary
     (out / "report.json").write_text(json.dumps(report, indent=2))
-    report["files"] = [str(q) for q in (result.checkpoint, out / "tokenizer.json", out / "metrics.jsonl",
+    report["files"] = [str(q) for q in (out / "run.json", result.checkpoint, out / "tokenizer.json", out / "metrics.jsonl",
                                          result.plot, out / "report.json") if q is not None]
     return report

@@ -46,17 +46,23 @@ def check_exportable(tok: Tokenizer, vocab_size: int | None = None) -> ByteBPETo
     return tok
 
 
-def save_gpt2_files(tok: ByteBPETokenizer, folder, *, model_max_length: int | None = None) -> list[Path]:
-    """Write ``vocab.json``, ``merges.txt`` and ``tokenizer_config.json`` into ``folder``."""
+def save_gpt2_files(tok: ByteBPETokenizer, folder, *, model_max_length: int | None = None,
+                    roles: dict | None = None) -> list[Path]:
+    """Write ``vocab.json``, ``merges.txt`` and ``tokenizer_config.json`` into ``folder``.
+    ``roles``: the special-token attributes (``hf_files.special_roles``); by default
+    ``<|endoftext|>`` is bos, eos and unk, as in GPT-2's release, and the rest additional."""
     check_exportable(tok)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     vocab, merges = tok.to_vocab_merges()
     specials = list(tok.special_tokens)
     eot = ENDOFTEXT if ENDOFTEXT in specials else None
-    config = {"tokenizer_class": "GPT2Tokenizer", "add_prefix_space": False, "errors": "replace",
-              "bos_token": eot, "eos_token": eot, "unk_token": eot, "pad_token": None,
-              "additional_special_tokens": [s for s in specials if s != ENDOFTEXT]}
+    if roles is None:
+        roles = {"bos_token": eot, "eos_token": eot, "unk_token": eot, "pad_token": None,
+                 "additional_special_tokens": [s for s in specials if s != ENDOFTEXT]}
+    elif roles.get("unk_token") is None:                  # byte-level BPE spells everything; GPT-2 names one
+        roles = {**roles, "unk_token": eot}
+    config = {"tokenizer_class": "GPT2Tokenizer", "add_prefix_space": False, "errors": "replace", **roles}
     if model_max_length is not None:
         config["model_max_length"] = model_max_length
     paths = [folder / VOCAB, folder / MERGES, folder / TOKENIZER_CONFIG]

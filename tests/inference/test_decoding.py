@@ -46,7 +46,7 @@ def test_stop_token_and_long_prompt(model):
     new = generate(model, np.array([4, 5]), SamplingConfig(max_new_tokens=5, temperature=0, stop_tokens=(stop,)),
                    np.random.default_rng(0))
     assert new.tolist() == [stop]
-    with pytest.warns(UserWarning, match="continues from the last 12"):
+    with pytest.warns(UserWarning, match="kept the last 12 of 20 tokens"):
         generate(model, np.arange(20) % 9, SamplingConfig(max_new_tokens=1, temperature=0), np.random.default_rng(0))
 
 

@@ -45,7 +45,8 @@ def test_other_architecture(tmp_path):
         from_pretrained(folder)
     folder = copy("openai-gpt", tmp_path)
     edit_config(folder, architectures=["OpenAIGPTDoubleHeadsModel"])
-    with pytest.raises(ValueError, match=r"OpenAIGPTDoubleHeadsModel.*supports \['OpenAIGPTLMHeadModel'"):
+    with pytest.raises(ValueError, match=r"OpenAIGPTDoubleHeadsModel.*model_type 'openai-gpt' "
+                                         r"\(it reads OpenAIGPTLMHeadModel"):
         from_pretrained(folder)
 
 

@@ -176,7 +176,7 @@ def test_export_char_level_run_and_sample(tmp_path):
     run = _run_folder(tmp_path, model, tok, "gpt")
     out, note = export_checkpoint(run / "checkpoint.npz", tmp_path / "hf")
     assert "minipt_tokenizer.json" in note and (out / "minipt_tokenizer.json").is_file()
-    assert not (out / "vocab.json").exists()
+    assert (out / "tokenizer.json").is_file() and not (out / "vocab.json").exists()
     loaded, tok2 = load_hf_for_sampling(out)
     prompt = tok2.encode_array("the ")
     greedy = SamplingConfig(max_new_tokens=6, temperature=0)
@@ -203,7 +203,8 @@ def test_export_gpt1_run(tmp_path):
     tok = ByteBPETokenizer().fit("the cat sat on the mat " * 4, 6)
     model = random_model(GPTConfig.gpt1(**{**SMALL, "vocab_size": tok.vocab_size}), np.float32)
     out, note = export_checkpoint(_run_folder(tmp_path, model, tok, "gpt1"), tmp_path / "hf")
-    assert note.startswith("OpenAIGPTLMHeadModel with GPT-2 tokenizer files")
+    assert note.startswith("OpenAIGPTLMHeadModel with the ByteBPETokenizer as merges.txt, tokenizer_config.json, "
+                           "vocab.json")
     config = json.loads((out / "config.json").read_text())
     assert (config["model_type"], config["afn"], config["n_positions"], config["n_ctx"]) == ("openai-gpt", "gelu",
                                                                                                12, 12)

@@ -158,3 +158,17 @@ def test_cli_embed_finds_the_installed_package_by_itself(minilm, capsys):
     np.testing.assert_allclose(s, minilm.similarity(["A man is playing a guitar.", "Someone strums an instrument.",
                                                      "The stock market fell sharply today."]), atol=6e-5)
     assert s[0, 1] > 0.5 > 0.0 > s[0, 2]                  # paraphrases close, the unrelated pair apart
+
+
+def test_cli_embed_notes_unknown_words_and_truncation_and_shortens_labels(tmp_path, capsys):
+    folder = tiny_folder(tmp_path)                                       # max_seq_length 8
+    long = " ".join(WORDS[:30])
+    assert main(["embed", "--hf", str(folder), "w1 zzz", long]) == 0
+    got = capsys.readouterr()
+    assert got.err.splitlines() == [
+        'minipt embed: note: text 1: 1 unknown word replaced by [UNK]: "zzz"',
+        "minipt embed: note: text 2: kept the first 6 of 30 word pieces (the model reads 8 tokens at a time)"]
+    labels = [line.split("\t")[0] for line in got.out.splitlines()]
+    assert labels[0] == "w1 zzz" and len(labels[1]) <= 60 and labels[1].startswith("w0 w1 w2")
+    assert main(["embed", "--hf", str(folder), "w1", " "]) == 2
+    assert "text 2 is empty" in capsys.readouterr().err

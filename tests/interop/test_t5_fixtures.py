@@ -1,8 +1,8 @@
 """minipt's T5 against transformers' ``T5ForConditionalGeneration``, with no torch: the
 fixtures of ``scripts/make_t5_fixtures.py`` (torch 2.13.0, transformers 5.23.0, float64).
 
-Covered: v1.0 (ReLU, tied, rescaled head) and v1.1 (gated GELU, no rescale; transformers
-5.23 ties T5's head always), 2 encoder and 3 decoder layers, a padded source
+Covered: v1.0 (ReLU, tied, rescaled head) and v1.1 (gated GELU, no rescale; tied, as
+transformers 5.23's ``T5Config`` builds it), 2 encoder and 3 decoder layers, a padded source
 (``attention_mask``), ignored labels. Logits and every parameter's gradient must agree to
 1e-12 relative to the largest entry; bucket ids against transformers' on a grid of settings.
 """

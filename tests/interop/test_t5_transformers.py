@@ -22,7 +22,8 @@ from minipt.inference.seq2seq_decoding import greedy  # noqa: E402
 from minipt.interop import save_pretrained  # noqa: E402
 from minipt.models.seq2seq.t5 import T5, T5Config, shift_right  # noqa: E402
 
-CASES = {"v1_0": dict(ffn="relu"), "v1_1-tied": dict(ffn="gated-gelu", scale_output=False)}
+CASES = {"v1_0": dict(ffn="relu"), "v1_1-tied": dict(ffn="gated-gelu", scale_output=False),
+         "v1_1-untied": dict(ffn="gated-gelu", scale_output=False, tie_embeddings=False)}
 
 
 def random_model(seed: int = 0, **kw) -> T5:

@@ -72,6 +72,22 @@ def test_nsp_and_sop_balance_and_layout():
     assert all((s[0][2] < s[0][5]) == (s[2] == 1) for s in sop)  # swapped exactly when label 0
 
 
+def test_a_notnext_sentence_always_comes_from_another_document():
+    # every token names its document (100 d + s), so B's document is readable from B
+    rng = np.random.default_rng(0)
+    docs = [[[100 * d + s] for s in range(3)] for d in range(3)]
+    seen = 0
+    for _ in range(600):
+        ids, _, label = next_sentence_prediction(docs, rng, cls_id=1, sep_id=2)
+        a, b = int(ids[1]), int(ids[3])
+        if label == 0:
+            assert b // 100 != a // 100, (a, b)
+            seen += 1
+        else:
+            assert b == a + 1
+    assert seen > 200
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="p must be"):
         token_masking(np.arange(5), np.random.default_rng(0), MASK, p=2.0)

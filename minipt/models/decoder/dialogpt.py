@@ -154,4 +154,5 @@ def _tiny():
 register(ModelEntry(
     name="dialogpt", title="DialoGPT", paper="Zhang et al. 2020, DIALOGPT: Large-Scale Generative Pre-training for "
     "Conversational Response Generation", objective="causal LM on the reply (+ MMI re-ranking)",
-    build=gpt_entry("dialogpt", "", "", GPTConfig.gpt2, "").build, tiny=_tiny, lesson="12_dialogpt"))
+    build=gpt_entry("dialogpt", "", "", GPTConfig.gpt2, "").build, tiny=_tiny, lesson="12_dialogpt",
+    no_preset="a GPT-2 pair (forward and backward) trained on dialogues in lesson 12; `minipt train gpt` is the same network"))

@@ -169,4 +169,5 @@ def _check_choice():
 register(ModelEntry(
     name="gpt1-finetune", title="GPT-1 fine-tuning heads", paper="Radford et al. 2018, section 3.2",
     objective="task loss + 0.5 LM", build=_build, tiny=_tiny, lesson="10_gpt_finetune", language_model=False,
+    no_preset="task heads on a pre-trained GPT-1: lesson 10 fine-tunes them on the toy tasks",
     gradchecks=(GradcheckCase("GPT-1 choice head", "4 answers softmaxed, aux LM 0.5", _check_choice),)))

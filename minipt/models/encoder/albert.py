@@ -127,4 +127,4 @@ register(ModelEntry(
     "of Language Representations", objective="MLM + SOP", build=build, tiny=tiny,
     lesson="16_bert_variants", presets=ALBERT_PRESETS, recipe=encoder_recipe(EncoderHooks(mode="sop",
                                                                                         sentence_task="SOP")),
-    language_model=False))
+    language_model=False, verbs=("fill", "embed")))

@@ -12,13 +12,14 @@ Pre-training (section 3.1) adds two losses:
   L_mlm = mean over labelled positions of -log p(x_t);
 - next sentence prediction: pooled = tanh(h_[CLS] W_p^T + b_p), a 2-way classifier,
   L_nsp = mean over the batch of -log p(IsNext label). Label 1 = IsNext, as in
-  ``objectives/sentence_pairs.py`` (Hugging Face's ``next_sentence_label`` has 0 = IsNext:
-  a layout converter swaps the two rows of ``nsp.weight`` and ``nsp.bias``).
+  ``objectives/sentence_pairs.py`` (transformers' ``next_sentence_label`` has 0 = IsNext:
+  ``interop/bert_layout.py`` swaps the two rows of ``nsp.weight`` and ``nsp.bias`` on
+  import and export, and ``albert_layout.py`` those of ALBERT's SOP head).
 L = L_mlm + L_nsp.
 
 Hooks for the family (``roberta.py``, ``albert.py``, ``electra.py``): ``nsp=False`` drops the
-pooler and NSP (RoBERTa); ``position_offset`` starts positions at padding_idx + 1
-(RoBERTa); ``embedding_size`` E factorises the embedding V -> E -> C (ALBERT).
+pooler and NSP (RoBERTa); ``position_offset`` numbers each row's non-padding tokens from
+padding_idx + 1 (RoBERTa, ``BertEmbeddings``); ``embedding_size`` E factorises the embedding V -> E -> C (ALBERT).
 
 Parameters (V vocab, P max_position, C d_model, E embedding size, F d_ff; ``encoder.``):
 
@@ -72,7 +73,7 @@ class BertConfig:
     activation: str = "gelu"             # exact erf GELU, as BERT
     embedding_size: int | None = None    # ALBERT's E; None: E = d_model, no projection
     nsp: bool = True                     # RoBERTa: False (MLM only, no pooler)
-    position_offset: int = 0             # RoBERTa: positions start at padding_idx + 1
+    position_offset: int = 0             # RoBERTa: padding_idx + 1; positions count non-pad ids from it
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_position", "type_vocab_size", "n_layer", "n_head", "d_model", "d_ff"):
@@ -97,7 +98,12 @@ class BertConfig:
 
 
 class BertEmbeddings(Module):
-    """ids, segments (B, T) -> Dropout(LN(W_tok[ids] + W_seg[segments] + W_pos[offset + t])) (B, T, E)."""
+    """ids, segments (B, T) -> Dropout(LN(W_tok[ids] + W_seg[segments] + W_pos[p])) (B, T, E).
+
+    p = t (BERT). With ``position_offset`` (RoBERTa; pad = offset - 1, its padding id), p
+    counts the row's non-padding ids as fairseq and transformers do: a real token at t gets
+    pad + (number of non-pad ids at 0..t), a padding id gets pad itself, so a left-padded
+    row numbers its first real token pad + 1 like a right-padded one."""
 
     def __init__(self, c: BertConfig, *, rng: np.random.Generator, dtype=np.float32):
         super().__init__()
@@ -107,13 +113,21 @@ class BertEmbeddings(Module):
         self.token_type_embeddings = Embedding(c.type_vocab_size, E, rng=rng, std=0.02, dtype=dtype)
         self.ln = LayerNorm(E, c.eps, dtype=dtype)
         self.drop = Dropout(c.dropout, rng=np.random.default_rng(rng.integers(2**63)) if c.dropout else None)
-        self.offset = c.position_offset
+        self.pad = c.position_offset - 1 if c.position_offset else None
+
+    def position_ids(self, ids: np.ndarray, start: int = 0) -> np.ndarray:
+        """RoBERTa's positions (B, T): (cumsum of the non-pad ids + start) at real ids, pad at padding."""
+        real = ids != self.pad                                                    # (B, T)
+        return np.where(real, np.cumsum(real, axis=1) + start, 0) + self.pad      # (B, T)
 
     def forward(self, ids: np.ndarray, segments: np.ndarray, start: int = 0) -> np.ndarray:
         """``start``: the position of the first id (a KV-cached step continues from there)."""
         T = ids.shape[1]
         x = self.word_embeddings(ids) + self.token_type_embeddings(segments)      # (B, T, E)
-        x = x + self.position_embeddings(T, self.offset + start)                  # + (T, E)
+        if self.pad is None:
+            x = x + self.position_embeddings(T, start)                            # + (T, E)
+        else:
+            x = x + self.position_embeddings.at(self.position_ids(ids, start))    # + (B, T, E)
         return self.drop(self.ln(x))                                              # (B, T, E)
 
     def backward(self, dy: np.ndarray) -> None:
@@ -335,4 +349,5 @@ def tiny() -> tuple[BertForPreTraining, tuple]:
 register(ModelEntry(
     name="bert", title="BERT", paper="Devlin et al. 2019, BERT: Pre-training of Deep Bidirectional "
     "Transformers for Language Understanding", objective="MLM + NSP", build=build, tiny=tiny,
-    lesson="15_bert", presets=PRESETS, recipe=encoder_recipe(), language_model=False))
+    lesson="15_bert", presets=PRESETS, recipe=encoder_recipe(), language_model=False,
+    verbs=("fill", "embed")))

@@ -289,4 +289,5 @@ register(ModelEntry(
     "Discriminators Rather Than Generators", objective="MLM + 50 x replaced token detection", build=build,
     tiny=tiny, lesson="16_bert_variants", presets=ELECTRA_PRESETS,
     recipe=encoder_recipe(EncoderHooks(mode="packed", sentence_task=None, batches=electra_batches,
-                                       evaluate=electra_evaluate)), language_model=False))
+                                       evaluate=electra_evaluate)), language_model=False,
+    verbs=("fill", "embed")))

@@ -328,4 +328,5 @@ for _name, (_title, _objective) in _TITLES.items():
         name=_name, title=_title, paper="Devlin et al. 2019, BERT: Pre-training of Deep Bidirectional "
         "Transformers for Language Understanding (section 4)", objective=_objective, build=_builder(_name),
         tiny=_tiny(_name), lesson="17_fine_tuning", language_model=False,
+        no_preset="a head on a pre-trained BERT: lesson 17 and `minipt experiment fine-tuning` train it",
         invariant=_INVARIANT.get(_name, ())))

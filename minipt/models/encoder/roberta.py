@@ -14,12 +14,12 @@ The architecture is BERT's (``bert.py``); what changes is the training (section 
   ``<mask>`` = 4 (RoBERTa's released vocabulary has ``<mask>`` last);
 - larger batches and more data (presets).
 
-Positions: RoBERTa's released code keeps row ``padding_idx`` of the position table for
-padding and numbers real tokens from ``padding_idx + 1`` = 2 on, so ``position_offset`` =
-``pad_token_id + 1``. With right padding (all minipt batches) real tokens get exactly the
-reference positions 2, 3, ...; a padding slot reads row offset + t where the reference reads
-row 1, which changes only the padding rows' own outputs, and no loss or real token reads
-those (their keys are masked). One segment: ``type_vocab_size`` 1.
+Positions: RoBERTa's released code (fairseq's ``make_positions``, as transformers) keeps
+row ``padding_idx`` of the position table for padding and numbers the real tokens of each
+row from ``padding_idx + 1`` = 2 on, counting the ids that are not ``<pad>``; so
+``position_offset`` = ``pad_token_id + 1`` and ``BertEmbeddings.position_ids`` counts. A
+left-padded row gives its first real token position 2, as a right-padded one does, and a
+padding slot reads row 1. One segment: ``type_vocab_size`` 1.
 
 Parameters: as BERT's (``bert.py``) without ``pooler.*`` and ``nsp.*``;
 ``embeddings.position_embeddings.weight`` is (P, C) with P = max_length + pad_token_id + 1.
@@ -119,4 +119,4 @@ register(ModelEntry(
     "Approach", objective="MLM (dynamic masking)", build=build, tiny=tiny, lesson="16_bert_variants",
     presets=ROBERTA_PRESETS, recipe=encoder_recipe(EncoderHooks(mode="packed", sentence_task=None,
                                                                 tokenizer=byte_bpe_tokenizer)),
-    language_model=False))
+    language_model=False, verbs=("fill", "embed")))

@@ -174,4 +174,5 @@ def tiny() -> tuple[TransE, tuple]:
 register(ModelEntry(
     name="transe", title="TransE", paper="Bordes et al. 2013, Translating Embeddings for Modeling "
     "Multi-relational Data", objective="margin ranking of facts against corrupted facts", build=build, tiny=tiny,
-    lesson="25_knowledge", language_model=False))
+    lesson="25_knowledge", language_model=False,
+    no_preset="entity vectors for ERNIE, trained inside `minipt train ernie` (and lesson 25)"))

@@ -356,4 +356,4 @@ register(ModelEntry(
     name="bart", title="BART", paper="Lewis et al. 2020, BART: Denoising Sequence-to-Sequence Pre-training for "
     "Natural Language Generation, Translation, and Comprehension", objective="denoising autoencoder (five noises)",
     build=build, tiny=tiny, lesson="20_bart_mass", gradchecks=BART_GRADCHECKS, language_model=False,
-    presets=BART_PRESETS, recipe=train_bart))
+    presets=BART_PRESETS, recipe=train_bart, verbs=("generate",)))

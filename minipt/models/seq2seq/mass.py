@@ -110,4 +110,5 @@ register(ModelEntry(
     name="mass", title="MASS", paper="Song et al. 2019, MASS: Masked Sequence to Sequence Pre-training for "
     "Language Generation", objective="masked fragment, predicted by the decoder",
     build=build, tiny=tiny, lesson="20_bart_mass", language_model=False, presets=MASS_PRESETS, recipe=train_mass,
+    verbs=("generate",),
     gradchecks=(GradcheckCase("MASS with k = 1", "one masked token per row (BERT-like)", _check_k1),)))

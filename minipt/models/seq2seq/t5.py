@@ -301,7 +301,7 @@ register(ModelEntry(
     name="t5", title="T5", paper="Raffel et al. 2020, Exploring the Limits of Transfer Learning with a Unified "
     "Text-to-Text Transformer", objective="span corruption, then text-to-text (teacher-forced decoder)",
     build=build, tiny=lambda: (tiny_model(), tiny_batch()), lesson="19_t5", language_model=False,
-    presets=PRESETS, recipe=train_t5,
+    presets=PRESETS, recipe=train_t5, verbs=("generate",),
     gradchecks=(GradcheckCase("T5 v1.1", "gated GELU, untied head, padded source", _whole(
                     ffn="gated-gelu", tie_embeddings=False)),
                 GradcheckCase("T5 v1.0 with dropout", "ReLU, tied, rescaled head, dropout 0.1, padded source",

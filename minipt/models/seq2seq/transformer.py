@@ -255,5 +255,6 @@ register(ModelEntry(
     paper="Vaswani et al. 2017, Attention Is All You Need",
     objective="teacher-forced cross-entropy on the target", build=build, tiny=tiny,
     lesson="18_encoder_decoder", presets=PRESETS, recipe=train_seq2seq, language_model=False,
+    verbs=("generate",),
     gradchecks=(GradcheckCase("Transformer, two tables", "separate source/target embeddings, pre-LN",
                               _check_separate),)))

@@ -38,6 +38,20 @@ def test_kneser_ney_matches_hand_computed_bigram_values():
     np.testing.assert_allclose(model.distribution([2]), [0.5 + 0.5 * 0.5, 0.25 * 0.5, 0.25 * 0.5], rtol=1e-12)
 
 
+def test_kneser_ney_default_discount_is_n1_over_n1_plus_2n2_per_order():
+    # corpus a b a b c a, no discount given. Bigram counts ab 2, ba 1, bc 1, ca 1: n1 = 3, n2 = 1,
+    # D2 = 3 / (3 + 2) = 0.6. Continuation counts a 2, b 1, c 1: n1 = 2, n2 = 1, D1 = 2 / (2 + 2) = 0.5,
+    # so the unigram is the one of the D = 0.5 test above: [0.5, 0.25, 0.25].
+    model = NGramLM(3, order=2, smoothing="kn").fit(np.array([0, 1, 0, 1, 2, 0]))
+    np.testing.assert_allclose(model.distribution([]), [0.5, 0.25, 0.25], rtol=1e-12)
+    # context a: c(a .) 2, one type: P(b|a) = (2 - 0.6) / 2 + 0.6 * 1/2 * 0.25
+    np.testing.assert_allclose(model.distribution([0]), [0.3 * 0.5, 0.7 + 0.3 * 0.25, 0.3 * 0.25], rtol=1e-12)
+    # context b: c(b .) 2, two types (ba, bc): weight 0.6 * 2/2 on the unigram
+    np.testing.assert_allclose(model.distribution([1]), [0.2 + 0.3, 0.6 * 0.25, 0.2 + 0.15], rtol=1e-12)
+    # context c: c(c .) 1, one type (ca)
+    np.testing.assert_allclose(model.distribution([2]), [0.4 + 0.3, 0.15, 0.15], rtol=1e-12)
+
+
 def test_mle_and_addk_match_counts():
     data = np.array([0, 1, 0, 1, 2, 0])
     mle = NGramLM(3, order=2, smoothing="mle").fit(data)

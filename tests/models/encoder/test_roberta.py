@@ -21,9 +21,21 @@ def test_whole_model_gradcheck_mlm_only_with_tied_decoder():
     assert not any(n.startswith(("pooler.", "nsp.")) for n in model.parameters())
 
 
-def test_real_tokens_read_the_reference_positions():
+def left_padded(ids, mlm):
+    """The tiny batch with row 1's padding moved to the front."""
+    ids, mlm = ids.copy(), mlm.copy()
+    n = int((ids[1] == roberta.P).sum())
+    ids[1], mlm[1] = np.roll(ids[1], n), np.roll(mlm[1], n)
+    return ids, (ids != roberta.P).astype(np.int64), mlm
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_every_token_reads_the_reference_position(side):
     """The reference numbers positions cumsum(ids != pad) * (ids != pad) + pad."""
     model, (ids, seg, mask, mlm) = tiny()
+    if side == "left":
+        ids, mask, mlm = left_padded(ids, mlm)
+        assert ids[1, 0] == roberta.P and ids[1, 2] == roberta.S
     pad = model.config.pad_token_id
     real = ids != pad
     reference = np.cumsum(real, axis=1) * real + pad                             # (B, T)
@@ -35,8 +47,33 @@ def test_real_tokens_read_the_reference_positions():
     want = (x - mu) / np.sqrt(var + 1e-5) * P[e + "ln.weight"] + P[e + "ln.bias"]
     with eval_mode(model):
         got = model.encoder.embeddings(ids, seg)
-    np.testing.assert_allclose(got[real], want[real], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)                 # padding slots too
     assert reference[0, 0] == 2 == model.config.position_offset
+    assert reference[1, int(np.argmax(real[1]))] == 2                            # first real token: 2 either way
+
+
+def test_left_padding_gives_the_real_tokens_the_outputs_of_right_padding():
+    model, (ids, seg, mask, mlm) = tiny()
+    lids, lmask, lmlm = left_padded(ids, mlm)
+    with eval_mode(model):
+        right_loss, right = model(ids, seg, mask, mlm)
+        left_loss, left = model(lids, seg, lmask, lmlm)
+    np.testing.assert_allclose(left[lmask == 1], right[mask == 1], rtol=0, atol=1e-12)
+    assert float(left_loss) == pytest.approx(float(right_loss), rel=1e-12)
+
+
+def test_gradcheck_of_a_left_padded_batch_reaches_every_position_row_read():
+    model, (ids, seg, mask, mlm) = tiny()
+    lids, lmask, lmlm = left_padded(ids, mlm)
+    result = check_module(model, lids, seg, lmask, lmlm, select=lambda out: out[0], max_checks=6)
+    assert result.passed, str(result)
+    result = check_module(model.encoder, lids, seg, lmask, max_checks=8)       # random upstream gradient
+    assert result.passed, str(result)
+    model.zero_grad()
+    model.encoder(lids, seg, lmask)
+    model.encoder.backward(np.random.default_rng(0).standard_normal((2, 7, model.config.d_model)))
+    g = model.gradients()["encoder.embeddings.position_embeddings.weight"]
+    assert np.abs(g[1]).max() > 0 and np.abs(g[2:9]).max(axis=1).min() > 0 and not g[0].any()
 
 
 def test_mlm_loss_against_numpy_with_padding_never_counted():

@@ -155,3 +155,16 @@ def test_bad_input_is_refused_by_name():
         model(ids, seg, mask, labels, np.array([2, 1]))
     with pytest.raises(ValueError, match="max_len"):
         model.generate(np.array([4, 5, 6]), sos_id=SOS, eos_id=EOS, mask_id=MASK, max_len=5)
+
+
+def test_a_notnext_reply_always_comes_from_another_pair():
+    from minipt.recipes import unified as R
+    vocab = R.tokenizer().vocab_size
+    pairs = [([20 + 2 * k], [21 + 2 * k]) for k in range(3)]             # reply of pair k: 21 + 2k
+    assert 21 + 2 * 2 < vocab
+    ids, seg, _, targets, nsp = R.unilm_batch(pairs, np.random.default_rng(0), 300, 0.0, "bidirectional")
+    original = np.where(targets != IGNORE, targets, ids)
+    a, b = original[:, 1], original[:, 3]                                   # [SOS] a [EOS] b [EOS]
+    assert (seg[:, 3] == 1).all()
+    assert ((nsp == 1) == (b == a + 1)).all()                               # NotNext: never its own reply
+    assert 100 < int((nsp == 0).sum()) < 200
