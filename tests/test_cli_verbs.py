@@ -31,7 +31,7 @@ BERT = Preset(model=dict(n_layer=1, n_head=2, d_model=32, d_ff=64, dropout=0.0),
 PRESETS = {
     "bert": BERT,
     "t5": Preset(model=dict(n_layer=1, n_head=2, d_model=16, d_ff=32, num_buckets=8, max_distance=16,
-                            max_source_len=40, max_target_len=24), batch_size=8,
+                            max_source_len=64, max_target_len=24), batch_size=8,      # pre-training: 64-token pieces
                  train=dict(steps=6, lr=1e-3, warmup=1, eval_every=3, eval_batches=1),
                  data=dict(sizes=(40, 8, 10), pretrain_steps=3)),
     "bart": Preset(model=dict(encoder_layers=1, decoder_layers=1, n_head=2, d_model=16, max_source_len=48,
