@@ -165,7 +165,7 @@ def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet
     out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads}
     if quiet or not busy:
         out["quiet"] = measure(sizes, rounds, calls, torch, profile_steps=profile_steps)
-        print_rows(out["quiet"], "quiet machine")
+        print_rows(out["quiet"], "no background load added (whatever else runs on the machine still does)")
     if busy:
         with harness.busy(busy, busy_threads):
             out["busy"] = measure(sizes, rounds, calls, torch, memory=False)

@@ -267,9 +267,9 @@ def print_rows(rows: list[dict]) -> None:
               f"{ratio:>19}  {extra}")
 
 
-def warm_up(fn, units: float, window: int = 3, max_windows: int = 10, tol: float = 0.03) -> list[float]:
+def warm_up(fn, units: float, window: int = 5, max_windows: int = 12, tol: float = 0.03) -> list[float]:
     """Call ``fn`` in windows of ``window`` calls until its rate (``units`` per call, per
-    second) stops rising: at least 3 windows; stop when neither of the last two beats the
+    second) stops rising: at least 4 windows; stop when neither of the last two beats the
     best window before them by more than ``tol``; at most ``max_windows``. Returns each
     window's rate. torch's eager steps speed up over their first few dozen calls (its
     allocator and oneDNN caches fill), so a short warm-up flatters the side warmed less."""
@@ -279,7 +279,7 @@ def warm_up(fn, units: float, window: int = 3, max_windows: int = 10, tol: float
         for _ in range(window):
             fn()
         rates.append(units * window / (time.perf_counter() - t0))
-        if len(rates) >= 3 and max(rates[-2:]) <= (1 + tol) * max(rates[:-2]):
+        if len(rates) >= 4 and max(rates[-2:]) <= (1 + tol) * max(rates[:-2]):
             break
     return rates
 
@@ -297,7 +297,7 @@ def training_pair(torch, minipt_step, torch_step, tokens: int, rounds: int, call
     import parts
     sides = {"minipt": minipt_step} if torch_step is None else {"minipt": minipt_step, "torch": torch_step}
     for name, fn in sides.items():
-        print(f"  {title} warm-up {name} tok/s per window of 3 steps: {fmt_rates(warm_up(fn, tokens))}", flush=True)
+        print(f"  {title} warm-up {name} tok/s per window of 5 steps: {fmt_rates(warm_up(fn, tokens))}", flush=True)
     cmp = alternate(minipt_step, torch_step, rounds=rounds, calls=calls, warmup=0)
     for name, times in (("minipt", cmp.a), ("torch", cmp.b)):
         if times:
