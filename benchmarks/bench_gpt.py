@@ -5,13 +5,14 @@ the same model in torch eager (if installed), in alternating rounds (benchmarks/
                                    [--busy N] [--busy-threads 1|2]
 
 Each side first runs until its tokens/s stops rising (harness.warm_up; each window is
-printed: torch's eager steps speed up over their first few dozen calls), then the sides
-alternate. Prints each round's tokens/s, a per-part table of a step (matmuls, attention,
-norms, activations, loss, optimiser, embedding, glue: minipt under cProfile, torch under
-torch.profiler, benchmarks/parts.py), and tokens/s of each side (median per-step time over the rounds), the median of the
-per-round ratios minipt/torch (> 1: minipt is faster) with its min..max, the MFU of each
-side (6N + 12 L T d FLOPs per token) against the float32 GEMM peak measured in this run on
-the model's projection shapes with 2 threads, and minipt's peak traced memory.
+printed: torch's eager steps were seen speeding up over their first rounds), then the
+sides alternate. Prints each round's tokens/s; a per-part table of a step (matmuls,
+attention, norms, activations, loss, optimiser, embedding, glue: minipt under cProfile,
+torch under torch.profiler, benchmarks/parts.py); tokens/s of each side (median per-step
+time over the rounds), the median of the per-round ratios minipt/torch (> 1: minipt is
+faster) with its min..max, the MFU of each side (6N + 12 L T d FLOPs per token) against
+the float32 GEMM peak measured in this run on the model's projection shapes with 2
+threads, and minipt's peak traced memory.
 With ``--busy N`` the same comparison runs again beside N background processes that each
 keep ``--busy-threads`` cores busy with BLAS work, and each side's slowdown is printed.
 """

@@ -4,8 +4,8 @@ Two sides (A = minipt, B = a reference: torch, gensim, a NumPy twin ...) run in
 alternating rounds, A B A B ..., after a warm-up of each, so a minute of load from
 elsewhere on a shared machine hits both alike. A training benchmark warms each side up
 until its tokens/s stops rising (``warm_up``) and prints each round's tokens/s, so a side
-still warming up shows. Each round times ``calls`` calls of each
-side back to back (as a training loop would run them); the round's time is their median.
+still warming up shows. Each round times ``calls`` calls of each side back to back (as a
+training loop would run them); the round's time is their median.
 What is reported:
 
 * the median of the per-round pair ratios ``t_B / t_A`` (> 1: A is faster) and their
@@ -271,8 +271,9 @@ def warm_up(fn, units: float, window: int = 5, max_windows: int = 12, tol: float
     """Call ``fn`` in windows of ``window`` calls until its rate (``units`` per call, per
     second) stops rising: at least 4 windows; stop when neither of the last two beats the
     best window before them by more than ``tol``; at most ``max_windows``. Returns each
-    window's rate. torch's eager steps speed up over their first few dozen calls (its
-    allocator and oneDNN caches fill), so a short warm-up flatters the side warmed less."""
+    window's rate. torch's eager steps were seen speeding up over their first rounds
+    (issue 35: 7 rounds after 2 warm-up steps flattered minipt), so a short warm-up
+    flatters the side that warms up faster."""
     rates: list[float] = []
     while len(rates) < max_windows:
         t0 = time.perf_counter()
