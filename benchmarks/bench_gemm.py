@@ -112,12 +112,16 @@ def model_step(model: str, size: str):
 
 
 def collect(models, sizes) -> dict:
-    """{(name, A layout, B layout, rows): {model-size: calls per step}}."""
+    """{(name, A layout, B layout): {"rows": the (B, T) of a row block or None,
+    "where": {model-size: calls per step}}}."""
     shapes: dict = {}
     for model in models:
         for size in sizes:
             for name, a, b, rows in traced_products(model_step(model, size)):
-                shapes.setdefault((name, a, b, rows), defaultdict(int))[f"{model}-{size}"] += 1
+                entry = shapes.setdefault((name, a, b), {"rows": None, "where": defaultdict(int)})
+                entry["where"][f"{model}-{size}"] += 1
+                if rows is not None and len(rows) > 1:
+                    entry["rows"] = rows
     return shapes
 
 
@@ -155,10 +159,10 @@ def variants(a_layout, b_layout, rows, rng) -> dict:
     return out, (a, b)
 
 
-def measure(key, torch, rounds: int, calls: int, rng) -> dict:
+def measure(key, rows, torch, rounds: int, calls: int, rng) -> dict:
     """Times (ms per product, median over rounds) of each layout and of torch, and the
     per-round ratios torch / layout."""
-    _, a_layout, b_layout, rows = key
+    _, a_layout, b_layout = key
     sides, (a, b) = variants(a_layout, b_layout, rows, rng)
     m, k, n = a_layout[0][-2], a_layout[0][-1], b_layout[0][-1]
     batch = int(np.prod(a_layout[0][:-2], dtype=np.int64))
@@ -193,10 +197,10 @@ def run(models=MODELS, sizes=("S", "M", "L"), rounds=7, calls=3, threads=2) -> d
           f"{'best layout':<24} {'torch/best':>10}  {'best C-order out':<22} {'ratio':>6}  where (calls/step)")
     rng = np.random.default_rng(0)
     results = []
-    for key, where in sorted(shapes.items(), key=lambda kv: (kv[0][0], kv[0][1][0], kv[0][2][0])):
+    for key, entry in sorted(shapes.items(), key=lambda kv: (kv[0][0], kv[0][1][0], kv[0][2][0])):
         with threadpool_limits(limits=threads, user_api="blas"):
-            r = measure(key, torch, rounds, calls, rng)
-        r.update(name=key[0], where=dict(where), a=key[1], b=key[2])
+            r = measure(key, entry["rows"], torch, rounds, calls, rng)
+        r.update(name=key[0], where=dict(entry["where"]), a=key[1], b=key[2])
         results.append(r)
         ms, ratio = r["ms"], r.get("ratio", {})
         # best: the highest median pair ratio against torch (the fastest median time without torch)
