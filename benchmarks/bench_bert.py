@@ -2,18 +2,21 @@
 minipt against the same model in torch eager (if installed), in alternating rounds
 (benchmarks/harness.py).
 
-    python benchmarks/bench_bert.py [--sizes S,M,L] [--rounds 7] [--calls 3]
+    python benchmarks/bench_bert.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 5]
 
 The model on both sides: token + segment + position embeddings, LayerNorm; post-LN
 blocks with exact (erf) GELU and no causal mask; BERT's MLM head (dense, GELU,
 LayerNorm, decoder tied to the token embedding with its own bias); cross-entropy on the
 15 % labelled positions only; no NSP, no dropout (the two sides' dropout costs are not
 what is compared). Sizes S/M/L are those of ``bench_gpt.py`` (L layers, H heads, width d,
-T tokens, batch B) with the toy WordPiece vocabulary (V 250) for S and M. Prints tokens/s
-of each side (median per-step time over the rounds) and the median of the per-round
-ratios minipt/torch (> 1: minipt is faster) with its min..max. Without torch it measures
-minipt alone and says so. On a loaded machine the ratios are not meaningful: both sides
-are slowed, by different amounts, by whatever else runs.
+T tokens, batch B) with the toy WordPiece vocabulary (V 250) for S and M. Each side first
+runs until its tokens/s stops rising (each warm-up window printed), then the sides
+alternate; each round's tokens/s is printed, then a per-part table of a step of each side
+(benchmarks/parts.py), then tokens/s of each side (median per-step time over the rounds)
+and the median of the per-round ratios minipt/torch (> 1: minipt is faster) with its
+min..max. Without torch it measures minipt alone and says so. On a loaded machine the
+ratios are not meaningful: both sides are slowed, by different amounts, by whatever else
+runs.
 """
 from __future__ import annotations
 
@@ -119,9 +122,9 @@ def torch_step(torch, V, L, H, d, T, B):
     return step
 
 
-def run(sizes=("S", "M", "L"), rounds=7, calls=3):
+def run(sizes=("S", "M", "L"), rounds=15, calls=3, profile_steps=5):
     return harness.training_table("an MLM training step", SIZES, sizes, minipt_step, torch_step, tokens_per_step, "V L H d T B",
-                                  rounds, calls)
+                                  rounds, calls, profile_steps)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,18 @@
 """GPT-2-style training throughput: forward, backward and AdamW, float32, minipt against
 the same model in torch eager (if installed), in alternating rounds (benchmarks/harness.py).
 
-    python benchmarks/bench_gpt.py [--sizes S,M,L] [--rounds 7] [--calls 3]
+    python benchmarks/bench_gpt.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 5]
                                    [--busy N] [--busy-threads 1|2]
 
-Prints tokens/s of each side (median per-step time over the rounds), the median of the
-per-round ratios minipt/torch (> 1: minipt is faster) with its min..max, the MFU of each
-side (6N + 12 L T d FLOPs per token) against the float32 GEMM peak measured in this run on
-the model's projection shapes with 2 threads, and minipt's peak traced memory.
+Each side first runs until its tokens/s stops rising (harness.warm_up; each window is
+printed: torch's eager steps were seen speeding up over their first rounds), then the
+sides alternate. Prints each round's tokens/s; a per-part table of a step (matmuls,
+attention, norms, activations, loss, optimiser, embedding, glue: minipt under cProfile,
+torch under torch.profiler, benchmarks/parts.py); tokens/s of each side (median per-step
+time over the rounds), the median of the per-round ratios minipt/torch (> 1: minipt is
+faster) with its min..max, the MFU of each side (6N + 12 L T d FLOPs per token) against
+the float32 GEMM peak measured in this run on the model's projection shapes with 2
+threads, and minipt's peak traced memory.
 With ``--busy N`` the same comparison runs again beside N background processes that each
 keep ``--busy-threads`` cores busy with BLAS work, and each side's slowdown is printed.
 """
@@ -110,14 +115,15 @@ def torch_step(torch, V, L, H, d, T, B):
     return step
 
 
-def measure(sizes, rounds, calls, torch, memory=True):
-    """One row per size: tokens/s of both sides, the pair ratios, MFU, memory."""
+def measure(sizes, rounds, calls, torch, memory=True, profile_steps=0):
+    """One row per size: tokens/s of both sides, the pair ratios, MFU, memory, and with
+    ``profile_steps`` the per-part split of a step (parts.py)."""
     rows = []
     for name in sizes:
         V, L, H, d, T, B = SIZES[name]
         mp, model = minipt_step(V, L, H, d, T, B)
         ref = torch_step(torch, V, L, H, d, T, B) if torch else None
-        cmp = harness.alternate(mp, ref, rounds=rounds, calls=calls)
+        cmp, split = harness.training_pair(torch, mp, ref, B * T, rounds, calls, profile_steps, name)
         peak, shape = harness.sgemm_peak(harness.gpt_projection_shapes(B * T, d))
         flops = harness.gpt_flops_per_token(weight_params(model), L, T, d)
         row = {"size": name, "config": dict(zip("V L H d T B".split(), SIZES[name])),
@@ -129,6 +135,8 @@ def measure(sizes, rounds, calls, torch, memory=True):
             row.update(torch_tok_s=B * T / cmp.b_median, ratio=cmp.ratio, ratio_min=lo, ratio_max=hi,
                        ratio_iqr=cmp.iqr(), rounds=rounds)
             row["torch_mfu"] = row["torch_tok_s"] * flops / (peak * 1e9)
+        if split:
+            row["parts"] = split
         if memory:
             row["minipt_peak_mb"] = harness.peak_memory_mb(mp)
         rows.append(row)
@@ -147,17 +155,18 @@ def print_rows(rows, title):
               f"{ratio:>19} {100 * r['minipt_mfu']:9.0f}% {tmfu} {r['sgemm_peak_gflops']:10.0f} {mem}")
 
 
-def run(sizes=("S", "M", "L"), rounds=7, calls=3, busy=0, busy_threads=1, quiet=True):
+def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet=True, profile_steps=5):
     """All measurements as a dict (what run_all.py stores); prints the tables as it goes."""
     torch = harness.try_torch(2)
     print(f"torch {torch.__version__ if torch else 'not installed'}; float32; a training step "
-          f"(fwd + bwd + AdamW); {rounds} alternating rounds of {calls} steps per side; "
+          f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of "
+          f"{calls} steps per side; "
           f"ratio > 1: minipt faster; MFU: 6N + 12 L T d FLOPs/token vs the sgemm peak measured "
-          f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only", flush=True)
+          f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only; {harness.load_note()}", flush=True)
     out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads}
     if quiet or not busy:
-        out["quiet"] = measure(sizes, rounds, calls, torch)
-        print_rows(out["quiet"], "quiet machine")
+        out["quiet"] = measure(sizes, rounds, calls, torch, profile_steps=profile_steps)
+        print_rows(out["quiet"], "no background load added (whatever else runs on the machine still does)")
     if busy:
         with harness.busy(busy, busy_threads):
             out["busy"] = measure(sizes, rounds, calls, torch, memory=False)
@@ -177,8 +186,10 @@ def run(sizes=("S", "M", "L"), rounds=7, calls=3, busy=0, busy_threads=1, quiet=
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="S,M,L")
-    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (pairs of ratios)")
+    ap.add_argument("--rounds", type=int, default=15, help="alternating rounds (pairs of ratios)")
     ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
+    ap.add_argument("--profile-steps", type=int, default=5, help="profiled steps per side for the per-part "
+                    "table (0: no table)")
     ap.add_argument("--busy", type=int, default=0, metavar="N", help="also measure beside N busy processes")
     ap.add_argument("--busy-threads", type=int, default=1, choices=(1, 2),
                     help="BLAS threads of each busy process (1: one core each)")
@@ -189,7 +200,10 @@ def main() -> None:
     for s in sizes:
         if s not in SIZES:
             ap.error(f"--sizes: expected names from {sorted(SIZES)}, got {s!r}")
-    out = run(sizes, args.rounds, args.calls, args.busy, args.busy_threads, quiet=not args.busy_only)
+    if args.profile_steps < 0:
+        ap.error(f"--profile-steps must be >= 0, got {args.profile_steps}")
+    out = run(sizes, args.rounds, args.calls, args.busy, args.busy_threads, quiet=not args.busy_only,
+              profile_steps=args.profile_steps)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))
 

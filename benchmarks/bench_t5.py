@@ -2,7 +2,7 @@
 AdamW, float32, minipt against the same model in torch eager (if installed), in
 alternating rounds (benchmarks/harness.py).
 
-    python benchmarks/bench_t5.py [--sizes S,M,L] [--rounds 7] [--calls 3]
+    python benchmarks/bench_t5.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 5]
 
 The model on both sides is T5 v1.0 (``models/seq2seq/t5.py``): one shared token table;
 pre-RMSNorm blocks without biases; a bucketed relative position bias (32 buckets,
@@ -10,13 +10,16 @@ max distance 128) computed once per stack and shared by its layers, bidirectiona
 encoder and causal in the decoder; no 1/sqrt(D) attention scale; ReLU FFN; cross-attention
 without a position bias; the output tied to the token table with the d^-0.5 rescale;
 cross-entropy over the target tokens; no dropout. The torch side is written out here
-with ``scaled_dot_product_attention`` (the bias as its float mask, scale 1) and takes
-the bucket ids minipt computes (not timed). Sizes follow ``bench_gpt.py``: L encoder and
-L decoder layers, H heads, width d, source length S, target length T = S / 4 (span
-corruption's targets are about a quarter of the input), batch B. Prints tokens/s (source
-+ target tokens) of each side and the median of the per-round ratios minipt/torch (> 1:
-minipt is faster) with min..max. Without torch it measures minipt alone and says so. On a
-loaded machine the ratios are not meaningful.
+with ``scaled_dot_product_attention`` (the bias as its float mask, scale 1) and torch's
+``nn.RMSNorm``, and takes the bucket ids minipt computes (not timed). Sizes follow
+``bench_gpt.py``: L encoder and L decoder layers, H heads, width d, source length S,
+target length T = S / 4 (span corruption's targets are about a quarter of the input),
+batch B. Each side first runs until its tokens/s stops rising (each warm-up window
+printed), then the sides alternate; each round's tokens/s is printed, then a per-part
+table of a step of each side (benchmarks/parts.py), then tokens/s (source + target
+tokens) of each side and the median of the per-round ratios minipt/torch (> 1: minipt is
+faster) with min..max. Without torch it measures minipt alone and says so. On a loaded
+machine the ratios are not meaningful.
 """
 from __future__ import annotations
 
@@ -85,13 +88,8 @@ def torch_step(torch, V, L, H, d, S, B):
     enc_buckets, dec_buckets = buckets(S, True), buckets(T, False)
     causal = torch.full((T, T), float("-inf")).triu(1)
 
-    class RMSNorm(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.weight = nn.Parameter(torch.ones(d))
-
-        def forward(self, x):
-            return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    def RMSNorm():                                                            # torch's own: aten::rms_norm
+        return nn.RMSNorm(d, eps=1e-6)
 
     class Attention(nn.Module):
         def __init__(self, cross):
@@ -160,9 +158,9 @@ def torch_step(torch, V, L, H, d, S, B):
     return step
 
 
-def run(sizes=("S", "M", "L"), rounds=7, calls=3):
+def run(sizes=("S", "M", "L"), rounds=15, calls=3, profile_steps=5):
     return harness.training_table("a T5 training step", SIZES, sizes, minipt_step, torch_step, tokens_per_step, "V L H d S B",
-                                  rounds, calls)
+                                  rounds, calls, profile_steps)
 
 
 if __name__ == "__main__":

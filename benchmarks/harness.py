@@ -2,8 +2,10 @@
 
 Two sides (A = minipt, B = a reference: torch, gensim, a NumPy twin ...) run in
 alternating rounds, A B A B ..., after a warm-up of each, so a minute of load from
-elsewhere on a shared machine hits both alike. Each round times ``calls`` calls of each
-side back to back (as a training loop would run them); the round's time is their median.
+elsewhere on a shared machine hits both alike. A training benchmark warms each side up
+until its tokens/s stops rising (``warm_up``) and prints each round's tokens/s, so a side
+still warming up shows. Each round times ``calls`` calls of each side back to back (as a
+training loop would run them); the round's time is their median.
 What is reported:
 
 * the median of the per-round pair ratios ``t_B / t_A`` (> 1: A is faster) and their
@@ -230,6 +232,12 @@ def try_torch(threads: int = 2):
     return torch
 
 
+def load_note() -> str:
+    """The 1-minute load average against the CPUs this process may use: on a shared
+    machine every ratio is read beside it."""
+    return f"load average {os.getloadavg()[0]:.1f} on {len(os.sched_getaffinity(0))} CPUs"
+
+
 def fmt_rate(x: float | None, width: int = 10) -> str:
     return f"{x:{width},.0f}" if x is not None else f"{'-':>{width}}"
 
@@ -259,26 +267,71 @@ def print_rows(rows: list[dict]) -> None:
               f"{ratio:>19}  {extra}")
 
 
+def warm_up(fn, units: float, window: int = 5, max_windows: int = 12, tol: float = 0.03) -> list[float]:
+    """Call ``fn`` in windows of ``window`` calls until its rate (``units`` per call, per
+    second) stops rising: at least 4 windows; stop when neither of the last two beats the
+    best window before them by more than ``tol``; at most ``max_windows``. Returns each
+    window's rate. torch's eager steps were seen speeding up over their first rounds
+    (issue 35: 7 rounds after 2 warm-up steps flattered minipt), so a short warm-up
+    flatters the side that warms up faster."""
+    rates: list[float] = []
+    while len(rates) < max_windows:
+        t0 = time.perf_counter()
+        for _ in range(window):
+            fn()
+        rates.append(units * window / (time.perf_counter() - t0))
+        if len(rates) >= 4 and max(rates[-2:]) <= (1 + tol) * max(rates[:-2]):
+            break
+    return rates
+
+
+def fmt_rates(rates) -> str:
+    return " ".join(f"{r / 1e3:.1f}k" if r >= 1e4 else f"{r:.0f}" for r in rates)
+
+
+def training_pair(torch, minipt_step, torch_step, tokens: int, rounds: int, calls: int, profile_steps: int = 0,
+                  title: str = "") -> tuple[Comparison, dict | None]:
+    """One size of a training benchmark: both sides warmed up until their tokens/s stops
+    rising (``warm_up``, each window printed), then ``alternate``; prints each round's
+    tokens/s of each side, and with ``profile_steps`` the per-part table (parts.py).
+    Returns the Comparison and the parts (None without profiling)."""
+    import parts
+    sides = {"minipt": minipt_step} if torch_step is None else {"minipt": minipt_step, "torch": torch_step}
+    for name, fn in sides.items():
+        print(f"  {title} warm-up {name} tok/s per window of 5 steps: {fmt_rates(warm_up(fn, tokens))}", flush=True)
+    cmp = alternate(minipt_step, torch_step, rounds=rounds, calls=calls, warmup=0)
+    for name, times in (("minipt", cmp.a), ("torch", cmp.b)):
+        if times:
+            print(f"  {title} rounds {name} tok/s: {fmt_rates(tokens / t for t in times)}")
+    split = None
+    if profile_steps:
+        split = parts.compare(torch, minipt_step, torch_step, profile_steps)
+        parts.print_table(f"  {title} parts ({load_note()})", split, cmp.a_median, cmp.b_median if cmp.b else None)
+    return cmp, split
+
+
 def training_table(what: str, sizes: dict, names, minipt_step, torch_step, tokens_per_step, keys: str,
-                   rounds: int = 7, calls: int = 3) -> dict:
+                   rounds: int = 15, calls: int = 3, profile_steps: int = 5) -> dict:
     """A whole-model training benchmark (bench_bert, bench_t5): for each size name in
     ``names``, ``minipt_step(*sizes[name])`` and ``torch_step(torch, *sizes[name])`` make
-    step closures, timed in alternating rounds; prints tokens/s of each side and the median
-    per-round ratio; returns {"rows", "torch"}. ``keys`` names the size tuple's fields."""
+    step closures, compared by ``training_pair``; prints tokens/s of each side and the
+    median per-round ratio; returns {"rows", "torch"}. ``keys`` names the size tuple's fields."""
     torch = try_torch(2)
     print(f"torch {torch.__version__ if torch else 'not installed: minipt measured alone'}; float32; {what} "
-          f"(fwd + bwd + AdamW); {rounds} alternating rounds of {calls} steps per side; "
-          "ratio > 1: minipt faster", flush=True)
+          f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of {calls} "
+          f"steps per side; ratio > 1: minipt faster; {load_note()}", flush=True)
     rows = []
     for name in names:
         config = dict(zip(keys.split(), sizes[name]))
         tokens = tokens_per_step(config)
         ref = torch_step(torch, *sizes[name]) if torch else None
-        cmp = alternate(minipt_step(*sizes[name]), ref, rounds=rounds, calls=calls)
+        cmp, split = training_pair(torch, minipt_step(*sizes[name]), ref, tokens, rounds, calls, profile_steps, name)
         row = {"size": name, "config": config, "minipt_tok_s": tokens / cmp.a_median}
         if ref:
             lo, hi = cmp.spread()
             row.update(torch_tok_s=tokens / cmp.b_median, ratio=cmp.ratio, ratio_min=lo, ratio_max=hi, rounds=rounds)
+        if split:
+            row["parts"] = split
         rows.append(row)
     print(f"{'size':<5} {'minipt tok/s':>12} {'torch tok/s':>12} {'ratio (min..max)':>19}")
     for r in rows:
@@ -288,20 +341,25 @@ def training_table(what: str, sizes: dict, names, minipt_step, torch_step, token
 
 
 def training_main(doc: str, sizes: dict, run) -> None:
-    """The command line of a training benchmark: --sizes, --rounds, --calls, --json."""
+    """The command line of a training benchmark: --sizes, --rounds, --calls,
+    --profile-steps, --json."""
     import argparse
     import json
     from pathlib import Path
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default=",".join(sizes))
-    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (pairs of ratios)")
+    ap.add_argument("--rounds", type=int, default=15, help="alternating rounds (pairs of ratios)")
     ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
+    ap.add_argument("--profile-steps", type=int, default=5, help="profiled steps per side for the per-part "
+                    "table (0: no table)")
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
     names = args.sizes.split(",")
     for s in names:
         if s not in sizes:
             ap.error(f"--sizes: expected names from {sorted(sizes)}, got {s!r}")
-    out = run(names, args.rounds, args.calls)
+    if args.profile_steps < 0:
+        ap.error(f"--profile-steps must be >= 0, got {args.profile_steps}")
+    out = run(names, args.rounds, args.calls, args.profile_steps)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))

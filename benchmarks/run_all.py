@@ -26,7 +26,8 @@ import harness  # noqa: E402
 
 def gpt_rows(full: bool) -> list[dict]:
     import bench_gpt
-    out = bench_gpt.run(("S", "M", "L"), rounds=7 if full else 3, calls=3 if full else 2, busy=1 if full else 0)
+    out = bench_gpt.run(("S", "M", "L"), rounds=15 if full else 3, calls=3 if full else 2, busy=1 if full else 0,
+                        profile_steps=5 if full else 2)
     rows = []
     for q in out["quiet"]:
         c = q["config"]
@@ -81,7 +82,8 @@ def training_rows(module: str, full: bool) -> list[dict]:
     """Rows of a whole-model training benchmark whose ``run`` gives per-size tokens/s and
     ratios (bench_bert, bench_t5)."""
     bench = __import__(module)
-    out = bench.run(("S", "M", "L") if full else ("S", "M"), rounds=7 if full else 3, calls=3 if full else 2)
+    out = bench.run(("S", "M", "L") if full else ("S", "M"), rounds=15 if full else 3, calls=3 if full else 2,
+                    profile_steps=5 if full else 2)
     rows = []
     for q in out["rows"]:
         c = " ".join(f"{k}{v}" for k, v in q["config"].items())
