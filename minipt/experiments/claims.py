@@ -10,7 +10,8 @@ over seeds says so, and stays in the ledger.
 
 An experiment serves the ledger when ``run(budget, seed=...)`` returns, beside its
 ``rows``, ``arms`` ({arm: {metric: value}}) and ``floors`` ({floor name: value}) for the
-same data and seed.
+same data and seed, and, where it can, ``items`` ({arm: {metric: per-item scores whose
+mean is the value}}), from which the ledger keeps each claim's paired test-set error.
 """
 from __future__ import annotations
 
@@ -173,7 +174,9 @@ def row(claim: Claim, record: dict | None) -> dict:
     except KeyError as e:
         raise ValueError(f"claim {claim.key}: the record of {claim.experiment} has no {e} "
                          f"(arms {sorted(runs[0]['arms'])}, floors {sorted(runs[0]['floors'])})") from None
-    j = judge(values[0], values[1], floor, claim.better, names=claim.arms, unit=claim.unit)
+    item_se = [r["paired_se"][claim.key] for r in runs] if all(claim.key in r.get("paired_se", {})
+                                                                 for r in runs) else None
+    j = judge(values[0], values[1], floor, claim.better, names=claim.arms, unit=claim.unit, item_se=item_se)
     spread = lambda s: {"mean": s.mean, "sd": s.sd, "se": s.se}
     return {**base, "verdict": j.verdict, "why": j.why, "seeds": [r["seed"] for r in runs],
             "budget": record["budget"], "winner": spread(j.winner), "loser": spread(j.loser),

@@ -73,13 +73,19 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False) -> dict
     w2v.fit([ids], epochs=3, rng=np.random.default_rng(seed + 1))
     static = lambda words: np.stack([w2v.vectors()[index[w]] for w in words]).astype(np.float64)  # noqa: E731
 
-    probe = lambda train_x, test_x: fit_probe(train_x, ytr, test_x, yte, seed=seed)[0]  # noqa: E731
-    arms = {"word2vec": probe([static(tr_w)], [static(te_w)])}
-    arms.update({f"ELMo layer {j}": probe([tr_f[j]], [te_f[j]]) for j in range(3)})
-    arms["ELMo scalar mix"] = probe(tr_f, te_f)
+    def correct(train_x, test_x) -> np.ndarray:
+        """The probe's right (1) and wrong (0) answers on the test tokens, (N,)."""
+        _, probe = fit_probe(train_x, ytr, test_x, yte, seed=seed)
+        return (probe(test_x)[1].argmax(-1) == yte).astype(np.float64)
+
+    items = {"word2vec": correct([static(tr_w)], [static(te_w)])}
+    items.update({f"ELMo layer {j}": correct([tr_f[j]], [te_f[j]]) for j in range(3)})
+    items["ELMo scalar mix"] = correct(tr_f, te_f)
+    arms = {k: float(v.mean()) for k, v in items.items()}
     major = {w: max(set(tr_s[tr_w == w]), key=lambda s: np.sum(tr_s[tr_w == w] == s)) for w in set(tr_w)}
     majority = float(np.mean([major.get(w) == s for w, s in zip(te_w, te_s)]))
     rows = [{"representation": k, "sense accuracy": v} for k, v in arms.items()]
     return {"rows": rows, "test_tokens": len(yte),
             "arms": {k: {"sense accuracy": float(v)} for k, v in arms.items()},
+            "items": {k: {"sense accuracy": v} for k, v in items.items()},
             "floors": {"chance": 0.5, "majority sense": majority}}

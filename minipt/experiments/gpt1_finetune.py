@@ -22,7 +22,7 @@ from ..data import toy_tasks
 from ..data.toy_words import toy_word_stream, word_tokenizer
 from ..inference.scoring import choose
 from ..models.decoder.gpt import GPT, GPTConfig
-from ..models.decoder.gpt1_finetune import GPT1Finetune, split_accuracy
+from ..models.decoder.gpt1_finetune import GPT1Finetune, split_correct
 from ..tasks.gpt1_inputs import TaskBatches
 from ..tokenizers.special import ENDOFTEXT
 from ..train import TrainConfig, train
@@ -43,9 +43,10 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False) -> dict
     stream, _ = toy_word_stream(200_000, block_size=32, batch_size=16, seed=seed)
     probe = toy_tasks.multiple_choice((0, 0, b["probe"]), seed=seed + 1).test
 
-    def zero_shot(model) -> float:
-        return float(np.mean([choose(model, [eot] + tok.encode(e["context"]), [tok.encode(c) for c in e["choices"]])
-                              == e["label"] for e in probe]))
+    def zero_shot(model) -> np.ndarray:
+        """1 where GPT-1's heuristic picks the right ending of a probe example, else 0, (N,)."""
+        return np.array([choose(model, [eot] + tok.encode(e["context"]), [tok.encode(c) for c in e["choices"]])
+                         == e["label"] for e in probe], dtype=np.float64)
 
     cfg = GPTConfig.gpt1(vocab_size=tok.vocab_size, block_size=48, n_layer=2, n_head=4, d_model=64, dropout=0.1)
     gpt = GPT(cfg, rng=np.random.default_rng(seed))
@@ -54,8 +55,7 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False) -> dict
           TrainConfig(steps=n, lr=3e-3, min_lr=3e-4, warmup=max(n // 10, 1), eval_every=0, seed=seed,
                       progress=progress),
           callback=lambda step, rec: early.setdefault("acc", zero_shot(gpt)) if step == max(n // 2, 1) else None)
-    arms = {"zero-shot, half-way through pre-training": {"accuracy": early["acc"]},
-            "zero-shot, end of pre-training": {"accuracy": zero_shot(gpt)}}
+    items = {"zero-shot, half-way through pre-training": early["acc"], "zero-shot, end of pre-training": zero_shot(gpt)}
 
     task = toy_tasks.multiple_choice(b["examples"], seed=seed + 2)
     batches = TaskBatches("multiple_choice", task, tok, block_size=48, batch_size=8)
@@ -65,9 +65,11 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False) -> dict
         train(model, batches.get_batch, TrainConfig(steps=b["finetune"], lr=1e-3, min_lr=1e-4,
                                                     warmup=max(b["finetune"] // 10, 1), eval_every=0,
                                                     weight_decay=0.01, seed=seed, progress=False))
-        arms[name] = {"accuracy": float(split_accuracy(model, batches, "test"))}
+        items[name] = split_correct(model, batches, "test")
+    arms = {k: {"accuracy": float(v.mean())} for k, v in items.items()}
     labels = np.array([e["label"] for e in task.test])
     majority = max(0.25, float(np.bincount(labels).max() / len(labels)))   # never below chance
     rows = [{"arm": k, "test accuracy": v["accuracy"]} for k, v in arms.items()]
     return {"rows": rows, "test_examples": len(labels), "arms": arms,
+            "items": {k: {"accuracy": v} for k, v in items.items()},
             "floors": {"chance": 0.25, "majority class": majority}}

@@ -1,7 +1,7 @@
 """The committed runs behind the claims ledger, and the ledger as a table.
 
 ``ledger/NAME.json`` holds one experiment run at one budget over several seeds:
-``{"experiment", "budget", "runs": [{"seed", "arms", "floors", "seconds"}, ...]}``.
+``{"experiment", "budget", "runs": [{"seed", "arms", "floors", "paired_se", "seconds"}, ...]}``.
 ``run_seeds`` makes such a record, ``load`` reads the committed one, and ``rows`` /
 ``table`` give the ledger (``minipt experiment claims``; ``--json FILE`` writes the rows).
 """
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import get
 from .claims import CLAIMS, row
+from .verdict import paired_se
 
 FOLDER = Path(__file__).parent / "ledger"
 SEEDS = (0, 1, 2)
@@ -29,10 +30,21 @@ def run_seeds(name: str, budget: str = "full", seeds=SEEDS, *, progress: bool = 
             raise ValueError(f"experiment {name!r} does not report arms and floors yet, so the ledger cannot "
                              "read it")
         runs.append({"seed": int(seed), "arms": result["arms"], "floors": result["floors"],
+                     "paired_se": paired_errors(name, result.get("items", {})),
                      "seconds": round(time.perf_counter() - t0, 1)})
         if progress:
             print(f"{name} seed {seed}: {runs[-1]['seconds']} s")
     return {"experiment": name, "budget": budget, "runs": runs}
+
+
+def paired_errors(name: str, items: dict) -> dict[str, float]:
+    """{claim: standard error of the paired difference of its two arms on the test items}
+    for the claims on experiment ``name`` whose arms report per-item scores."""
+    out = {}
+    for c in CLAIMS:
+        if c.experiment == name and all(c.metric in items.get(arm, {}) for arm in c.arms):
+            out[c.key] = paired_se(*(items[arm][c.metric] for arm in c.arms))
+    return out
 
 
 def save(record: dict, folder: Path = FOLDER) -> Path:

@@ -22,7 +22,7 @@ from ..models.decoder.llama import count_parameters, llama_like, match_d_ff
 from ..tokenizers.char import CharTokenizer
 from ..train import TrainConfig, train
 
-BUDGETS = {"tiny": dict(chars=20_000, steps=10), "quick": dict(chars=120_000, steps=250),
+BUDGETS = {"tiny": dict(chars=20_000, steps=10), "quick": dict(chars=60_000, steps=150),
            "full": dict(chars=120_000, steps=600)}
 BLOCK, BATCH = 64, 16
 

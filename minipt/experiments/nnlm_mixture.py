@@ -56,10 +56,12 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False) -> dict
     nats = lambda p: float(-np.log(p).mean())
     lam = float(LAMBDAS[np.argmin([nats(l * p_net[:half] + (1 - l) * p_tri[:half]) for l in LAMBDAS])])
     unigram = NGramLM(len(vocab), order=1, smoothing="addk", k=1.0).fit(train_ids)
-    held = {"NNLM": nats(p_net[half:]), "Kneser-Ney trigram": nats(p_tri[half:]),
-            "mixture": nats(lam * p_net[half:] + (1 - lam) * p_tri[half:]),
-            "unigram": float(halves(unigram, val_ids, nl)[1].mean())}
+    scored = {"NNLM": -np.log(p_net[half:]), "Kneser-Ney trigram": -np.log(p_tri[half:]),
+              "mixture": -np.log(lam * p_net[half:] + (1 - lam) * p_tri[half:])}     # (N,) nats per word
+    held = {arm: float(x.mean()) for arm, x in scored.items()}
+    held["unigram"] = float(halves(unigram, val_ids, nl)[1].mean())
     rows = [{"model": arm, "held-out nats/word": v} for arm, v in held.items()]
     return {"rows": rows, "lambda": lam, "held_out_words": len(p_net) - half,
             "arms": {arm: {"held-out": v} for arm, v in held.items() if arm != "unigram"},
+            "items": {arm: {"held-out": x} for arm, x in scored.items()},
             "floors": {"unigram": held["unigram"]}}

@@ -51,4 +51,5 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False) -> dict
     rows = [{"model": arm, "held-out nats/word": v, "standard error": se[arm]} for arm, v in held.items()]
     return {"rows": rows, "k": k, "held_out_words": len(scored["unigram"]),
             "arms": {arm: {"held-out": v} for arm, v in held.items() if arm != "unigram"},
+            "items": {arm: {"held-out": x} for arm, x in scored.items() if arm != "unigram"},
             "floors": {"unigram": held["unigram"]}}

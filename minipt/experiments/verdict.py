@@ -12,6 +12,12 @@ error s_d / sqrt(n).
 - below minus two standard errors: **reversed**;
 - otherwise **not reproduced** (the difference lies within the seeds' noise).
 
+The standard error is never taken below what the test items alone imply: where the
+experiment reports per-item scores, the paired difference on the same test items has a
+sampling error se_i on seed i, and the mean over n seeds at least sqrt(mean(se_i^2) / n).
+Three seeds can agree by chance (three accuracies that differ by one test example give
+a spread of zero); the test set's own noise still counts.
+
 Two standard errors of the mean of three to five paired differences is a lenient bar
 (a t-test at n = 3 would ask for 4.3): a "reproduced" here is the direction holding on
 every seed with room to spare, not a p-value.
@@ -57,9 +63,19 @@ class Judgement:
     advantage: Spread         # signed paired advantage of the claimed winner (positive = as claimed)
 
 
-def judge(winner, loser, floor, better: str, *, names: tuple[str, str], unit: str = "") -> Judgement:
+def paired_se(a, b) -> float:
+    """Standard error of mean(a - b) over paired per-item scores (the same test items)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.ndim != 1 or len(d) < 2:
+        raise ValueError(f"paired scores: expected two equal 1-D arrays of at least 2 items, got {d.shape}")
+    return float(d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def judge(winner, loser, floor, better: str, *, names: tuple[str, str], unit: str = "",
+          item_se=None) -> Judgement:
     """The verdict on "``names[0]`` beats ``names[1]``" from per-seed values (same seeds,
-    same order) and the per-seed trivial floor of the metric."""
+    same order), the per-seed trivial floor of the metric and, where known, the per-seed
+    standard error of the paired difference on the test items (``item_se``)."""
     if better not in ("higher", "lower"):
         raise ValueError(f"better: expected 'higher' or 'lower', got {better!r}")
     a, b, f = (np.asarray(v, dtype=np.float64) for v in (winner, loser, floor))
@@ -67,9 +83,18 @@ def judge(winner, loser, floor, better: str, *, names: tuple[str, str], unit: st
         raise ValueError(f"per-seed values differ in length: {a.shape}, {b.shape}, floor {f.shape}")
     sign = 1.0 if better == "higher" else -1.0
     A, B, F, D = Spread.of(a), Spread.of(b), Spread.of(f), Spread.of(sign * (a - b))
+    tested = ""
+    if item_se is not None:
+        items = np.asarray(item_se, dtype=np.float64)
+        if items.shape != a.shape or not np.isfinite(items).all():
+            raise ValueError(f"item_se: expected one finite value per seed, got {item_se!r}")
+        floor_se = float(np.sqrt(np.mean(items ** 2) / len(items)))
+        if floor_se > D.se or not np.isfinite(D.se):
+            D = Spread(D.mean, D.sd, floor_se, D.n)
+            tested = ", the test items' own noise"
     unit = f" {unit}" if unit else ""
     said = (f"{names[0]} {A.text()} vs {names[1]} {B.text()}{unit} ({better} is better, floor {F.text()}); "
-            f"advantage {D.mean:+.3f} (SE {D.se:.3f}) over {D.n} seeds")
+            f"advantage {D.mean:+.3f} (SE {D.se:.3f}{tested}) over {D.n} seeds")
     if D.n < MIN_SEEDS:
         return Judgement("not testable at this scale", f"only {D.n} seed(s), {MIN_SEEDS} needed: {said}",
                          A, B, F, D)

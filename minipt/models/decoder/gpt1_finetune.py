@@ -130,15 +130,18 @@ class GPT1Finetune(Module):
         return logits.argmax(-1)
 
 
-def split_accuracy(model: GPT1Finetune, batches, split: str = "test") -> float:
-    """Fraction of ``split`` classified right (``batches``: a ``gpt1_inputs.TaskBatches``)."""
-    right = total = 0
-    for batch in batches.all_batches(split):
-        right += int((model.predict(batch.idx, batch.extract) == batch.labels).sum())
-        total += len(batch.labels)
-    if not total:
+def split_correct(model: GPT1Finetune, batches, split: str = "test") -> np.ndarray:
+    """1 where an example of ``split`` is classified right, else 0, in order (N,)
+    (``batches``: a ``gpt1_inputs.TaskBatches``)."""
+    right = [model.predict(b.idx, b.extract) == b.labels for b in batches.all_batches(split)]
+    if not right or not sum(len(r) for r in right):
         raise ValueError(f"the {split} split is empty")
-    return right / total
+    return np.concatenate(right).astype(np.float64)
+
+
+def split_accuracy(model: GPT1Finetune, batches, split: str = "test") -> float:
+    """Fraction of ``split`` classified right."""
+    return float(split_correct(model, batches, split).mean())
 
 
 def _build(*, rng, dtype=np.float32, gpt: dict, n_classes: int = 2, mode: str = "classify", lm_weight: float = 0.5):
