@@ -4,6 +4,11 @@ An op asks ``kernels.get("layer_norm_forward")`` and gets the jitted function, o
 ``None`` when Numba is switched off (``MINIPT_NUMBA=0``) or no kernel of that name
 exists; it then runs its plain NumPy twin (``*_numpy`` in ``minipt.ops``), which the
 tests compare every kernel with. Models never call a kernel directly.
+
+Nothing compiles at import: each kernel compiles on its first call, for the dtype it is
+called with (float32 in training, float64 only in gradchecks), and Numba's disk cache
+keeps it for later runs. ``on_compile`` tells the training loop that a first run is
+compiling, so it can say so.
 """
 from __future__ import annotations
 
