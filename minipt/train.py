@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import math
 import signal
+import sys
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -25,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import kernels
 from .core.checkpoint import load_checkpoint, save_checkpoint
 from .core.checks import check_positive_int
 from .core.module import Module, eval_mode
@@ -98,6 +101,45 @@ class _SigintFlag:
 
     def __exit__(self, *exc) -> None:
         signal.signal(signal.SIGINT, self._old)
+
+
+NO_ETA = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"   # tqdm's format, less rate and ETA
+
+
+def progress_bar(total: int, initial: int, **options):
+    """tqdm's bar whose rate and ETA count from the end of the run's first step, and are
+    shown only from then on. The first step compiles the Numba kernels on a first run (a
+    cold cache): from it, tqdm estimated 47 minutes for a run that takes 20 s. ``options``
+    go to tqdm (``file``, ``mininterval``)."""
+    from tqdm.auto import tqdm
+
+    class StepBar(tqdm):
+        timed_from = None                      # (steps, seconds elapsed) when the first step ended
+
+        def first_step_done(self) -> None:
+            self.timed_from = (self.n, time.time() - self.start_t)
+
+        @property
+        def format_dict(self):
+            d = super().format_dict
+            if self.timed_from is None or d["n"] <= self.timed_from[0] or d["elapsed"] <= self.timed_from[1]:
+                d.update(bar_format=NO_ETA, rate=None)
+            else:
+                d["rate"] = (d["n"] - self.timed_from[0]) / (d["elapsed"] - self.timed_from[1])   # steps/s
+            return d
+
+    return StepBar(total=total, initial=initial, **{"desc": "train", "unit": "step", "dynamic_ncols": True,
+                                                     "mininterval": 0.5, **options})
+
+
+def compile_note(bar) -> None:
+    """The line printed when the first step starts compiling kernels (a first run)."""
+    line = (f"compiling Numba kernels for this machine, up to about {kernels.FIRST_COMPILE_SECONDS} s: "
+            "on the first run only (they are cached)")
+    if bar is not None:
+        bar.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def evaluate(model: Module, get_batch: GetBatch, n_batches: int, rng: np.random.Generator,
@@ -234,16 +276,14 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
             with open(metrics_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
 
-    bar = None
-    if config.progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=config.steps, initial=step, desc="train", unit="step", dynamic_ncols=True, mininterval=0.5)
+    bar = progress_bar(config.steps, step) if config.progress else None
     model.train()
     start = time.perf_counter()
     interrupted = False
     train_loss, val_loss, val_step = float("nan"), None, None
     tokens, train_seconds = 0, 0.0             # since the last bar update, evaluation left out
-    with _SigintFlag() as sigint:
+    with _SigintFlag() as sigint, ExitStack() as first_step:
+        first_step.enter_context(kernels.on_compile(lambda: compile_note(bar)))   # a cold kernel cache
         while step < config.steps:
             t_step = time.perf_counter()
             if step in config.restarts:        # a new phase: Adam's moments start from zero again
@@ -286,6 +326,9 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
                                 train_tok_s=f"{tokens / max(train_seconds, 1e-9):,.0f}")
                 tokens, train_seconds = 0, 0.0
                 bar.update(1)
+                if bar.timed_from is None:
+                    bar.first_step_done()
+            first_step.close()                 # kernels compiled later (another dtype) print nothing
             if "val_loss" in record or (config.checkpoint_every and step % config.checkpoint_every == 0):
                 save()
             if callback:

@@ -105,22 +105,19 @@ def test_a_resume_that_fails_its_checks_writes_nothing(tmp_path, spoil):
 
 
 def test_tokens_per_second_leaves_evaluation_out(tmp_path, monkeypatch):
-    import sys
     import time
-    import types
 
     import minipt.train as loop
     shown = []
 
     class Bar:
-        def __init__(self, *a, **kw):
-            pass
+        timed_from = None
 
         def set_postfix(self, **kw):
             shown.append(kw)
 
-        update = close = lambda self, *a: None
-    monkeypatch.setitem(sys.modules, "tqdm.auto", types.SimpleNamespace(tqdm=Bar))
+        update = close = first_step_done = lambda self, *a: None
+    monkeypatch.setattr(loop, "progress_bar", lambda *a, **kw: Bar())
     monkeypatch.setattr(loop, "evaluate", lambda *a, **kw: time.sleep(0.5) or 1.0)
     train(model(), stream().get_batch, cfg(tmp_path, steps=8, eval_every=4, progress=True))
     rate = [float(p["train_tok_s"].replace(",", "")) for p in shown]

@@ -4,12 +4,18 @@ An op asks ``kernels.get("layer_norm_forward")`` and gets the jitted function, o
 ``None`` when Numba is switched off (``MINIPT_NUMBA=0``) or no kernel of that name
 exists; it then runs its plain NumPy twin (``*_numpy`` in ``minipt.ops``), which the
 tests compare every kernel with. Models never call a kernel directly.
+
+Nothing compiles at import: each kernel compiles on its first call, for the dtype it is
+called with (float32 in training, float64 only in gradchecks), and Numba's disk cache
+keeps it for later runs. ``on_compile`` tells the training loop that a first run is
+compiling, so it can say so.
 """
 from __future__ import annotations
 
 import importlib
 import os
 import types
+from contextlib import contextmanager
 
 from . import threads
 
@@ -77,27 +83,84 @@ KERNELS: dict[str, str] = {
 PARALLEL_MIN = 1 << 17
 
 
-def serial_and_parallel(py_func, **options):
-    """Compile one loop function twice: serial, and with ``prange`` spread over threads.
-    ``options`` go to both ``numba.njit`` calls (e.g. ``fastmath``, ``error_model``).
-
-    Numba's on-disk cache is keyed by the function's name and code, not by ``parallel``:
-    compiled from the same function object, both versions would share one cache entry
-    and the "serial" one would load the parallel machine code. The parallel version is
-    therefore compiled from a copy named ``<name>_parallel``.
-    """
-    import numba
-
+def _parallel_copy(py_func):
+    """A copy of ``py_func`` named ``<name>_parallel``. Numba's on-disk cache is keyed by
+    the function's name and code, not by ``parallel``: compiled from the same function
+    object, a serial and a parallel version would share one cache entry and the serial
+    one would load the parallel machine code."""
     copy = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_parallel",
                               py_func.__defaults__, py_func.__closure__)
     copy.__qualname__ = py_func.__qualname__ + "_parallel"
     copy.__doc__ = py_func.__doc__
+    return copy
+
+
+def serial_and_parallel(py_func, **options):
+    """Compile one loop function twice, each on its first call: serial, and with ``prange``
+    spread over threads (from ``_parallel_copy``). ``options`` go to both ``numba.njit``
+    calls (e.g. ``fastmath``, ``error_model``)."""
+    import numba
+
     return (numba.njit(cache=True, **options)(py_func),
-            numba.njit(cache=True, parallel=True, **options)(copy))
+            numba.njit(cache=True, parallel=True, **options)(_parallel_copy(py_func)))
+
+
+def per_dtype(py_func, signature, parallel: bool = False, **options):
+    """``py_func`` compiled for one dtype at a time: ``per_dtype(f, sig)(np.dtype("float32"))``
+    is ``numba.njit(sig(numba.float32), **options)(f)``, made at the first request for that
+    dtype and kept. A list of signatures given to ``njit`` would compile (or load) every
+    dtype at import; this way a float32 run never touches the float64 code. ``signature``
+    maps a Numba scalar type to the full signature (explicit, so that one compiled
+    version serves every memory layout of the arrays). ``parallel=True`` compiles the
+    ``_parallel_copy``. ``get.compiled`` maps each dtype compiled so far to its dispatcher."""
+    import numba
+
+    if parallel:
+        py_func, options = _parallel_copy(py_func), {**options, "parallel": True}
+    made = {}
+
+    def get(dtype):
+        fn = made.get(dtype)
+        if fn is None:
+            fn = made[dtype] = numba.njit(signature(numba.from_dtype(dtype)), **options)(py_func)
+        return fn
+    get.compiled = made
+    return get
 
 
 def by_size(serial, parallel, size: int):
     return parallel if size >= PARALLEL_MIN else serial
+
+
+# What a first run costs, for the note it prints: `minipt train gpt` compiles its float32
+# kernels in about this many seconds on one core (benchmarks/bench_first_run.py).
+FIRST_COMPILE_SECONDS = 20
+
+
+@contextmanager
+def on_compile(callback):
+    """Call ``callback()`` once, when Numba starts compiling inside the block: a kernel
+    (or a variant of one) missing from Numba's disk cache, as on the first run on a
+    machine. A kernel loaded from the cache, or already compiled in this process, calls
+    nothing. Kernels off (``MINIPT_NUMBA=0``): nothing is watched."""
+    if not ENABLED:
+        yield
+        return
+    from numba.core import event
+
+    class _First(event.Listener):
+        seen = False
+
+        def on_start(self, ev):
+            if not self.seen:
+                self.seen = True
+                callback()
+
+        def on_end(self, ev):
+            pass
+
+    with event.install_listener("numba:compile", _First()):
+        yield
 
 
 def get(name: str):

@@ -20,12 +20,20 @@ vectorises it; the loops sum eight terms per load and store of the accumulator
 (``_row_times``, ``_outer_rows``) or keep eight sums in registers (``_dots``): one
 multiply-add per store left QK^T bound by memory traffic, 2.2x slower at T 256.
 float32 uses the vectorisable ``_exp32`` of ``minipt.kernels.gelu``, float64 ``np.exp``.
-Parallel over (batch, head) with ``prange``.
+
+Parallel over (batch, head) with ``prange``: a short loop calling ``_forward_head`` /
+``_backward_head``, compiled once per dtype on the first call with that dtype
+(``kernels.per_dtype``). What a first run pays (CPU seconds, float32 forward +
+backward, one busy 2-core VM): the whole kernel inside the ``prange`` loop, 10.6 + 22.3 s
+(the parallel passes worked over all of it), and both dtypes at import, 60 s; as here,
+6.3 + 8.4 s. Copies into the outputs are loops, not slice assignments: each of those
+pulled in Numba's formatting of its shape-mismatch error, about 2 s more.
 """
 import numba
 import numpy as np
 from numba.extending import overload
 
+from . import per_dtype
 from .gelu import _exp32
 
 _W = 8                                                    # unrolling width (terms per store)
@@ -183,100 +191,116 @@ def _tile_dots(out, mb, rows, i0, i1, S, T, causal, blocks):
                 _dots(out[i - i0], mb[jb], rows[i - i0, jb * KEYS:jb * KEYS + w], w)
 
 
-def _forward(q, k, v, scale, causal, out, p):
-    B, H, T, D = q.shape
+@numba.njit(cache=True, error_model="numpy", fastmath=True)
+def _forward_head(q, k, v, sc, causal, out, p, b, h):
+    """out[b, h] and p[b, h] of one head; sc the scale in q's dtype."""
+    T, D = q.shape[2], q.shape[3]
     S = k.shape[2]
     Sp = (S + KEYS - 1) // KEYS * KEYS
-    sc = q.dtype.type(scale)
     zero = q.dtype.type(0.0)
-    for bh in numba.prange(B * H):
-        b, h = bh // H, bh % H
-        kb, vb = _key_blocks(k, v, b, h)                          # (S'/64, D, 64) each
-        qs = np.empty((ROWS, D), dtype=q.dtype)                   # scaled query rows of the tile
-        o = np.empty((ROWS, D), dtype=q.dtype)
-        rows = np.empty((ROWS, Sp), dtype=q.dtype)                # scores, then weights
-        for i0 in range(0, T, ROWS):
-            i1 = min(i0 + ROWS, T)
-            for i in range(i0, i1):
-                for d in range(D):
-                    qs[i - i0, d] = q[b, h, i, d] * sc
-            nblock = _keys(i1 - 1, S, T, causal)                  # columns the tile touches
-            blocks = (nblock + KEYS - 1) // KEYS
-            rows[:, :nblock] = zero
-            _tile_row_times(rows, kb, qs, i0, i1, S, T, causal, blocks)   # scores = Q K^T
-            for i in range(i0, i1):
-                _softmax_row(rows[i - i0], _seen(i, S, T, causal))
-            o[:] = zero
-            _tile_dots(o, vb, rows, i0, i1, S, T, causal, blocks)       # O = P V
-            for i in range(i0, i1):
-                out[b, h, i, :] = o[i - i0]
-                p[b, h, i, :] = rows[i - i0, :S]
+    kb, vb = _key_blocks(k, v, b, h)                              # (S'/64, D, 64) each
+    qs = np.empty((ROWS, D), dtype=q.dtype)                       # scaled query rows of the tile
+    o = np.empty((ROWS, D), dtype=q.dtype)
+    rows = np.empty((ROWS, Sp), dtype=q.dtype)                    # scores, then weights
+    for i0 in range(0, T, ROWS):
+        i1 = min(i0 + ROWS, T)
+        for i in range(i0, i1):
+            for d in range(D):
+                qs[i - i0, d] = q[b, h, i, d] * sc
+        nblock = _keys(i1 - 1, S, T, causal)                      # columns the tile touches
+        blocks = (nblock + KEYS - 1) // KEYS
+        rows[:, :nblock] = zero
+        _tile_row_times(rows, kb, qs, i0, i1, S, T, causal, blocks)   # scores = Q K^T
+        for i in range(i0, i1):
+            _softmax_row(rows[i - i0], _seen(i, S, T, causal))
+        o[:] = zero
+        _tile_dots(o, vb, rows, i0, i1, S, T, causal, blocks)           # O = P V
+        for i in range(i0, i1):
+            for d in range(D):
+                out[b, h, i, d] = o[i - i0, d]
+            for j in range(S):
+                p[b, h, i, j] = rows[i - i0, j]
 
 
-def _backward(dout, q, k, v, p, scale, causal, dq, dk, dv):
-    B, H, T, D = q.shape
+@numba.njit(cache=True, error_model="numpy", fastmath=True)
+def _backward_head(dout, q, k, v, p, sc, causal, dq, dk, dv, b, h):
+    """dq[b, h], dk[b, h] and dv[b, h] of one head; sc the scale in q's dtype."""
+    T, D = q.shape[2], q.shape[3]
     S = k.shape[2]
     Sp = (S + KEYS - 1) // KEYS * KEYS
     Tp = (T + ROWS - 1) // ROWS * ROWS
-    sc = q.dtype.type(scale)
     zero = q.dtype.type(0.0)
-    for bh in numba.prange(B * H):
-        b, h = bh // H, bh % H
-        kb, vb = _key_blocks(k, v, b, h)                          # (S'/64, D, 64) each
-        qq = np.zeros((Tp, D), dtype=q.dtype)                     # Q (T', D)
-        gg = np.zeros((Tp, D), dtype=q.dtype)                     # dO (T', D)
-        for i in range(T):
+    kb, vb = _key_blocks(k, v, b, h)                              # (S'/64, D, 64) each
+    qq = np.zeros((Tp, D), dtype=q.dtype)                         # Q (T', D)
+    gg = np.zeros((Tp, D), dtype=q.dtype)                         # dO (T', D)
+    for i in range(T):
+        for d in range(D):
+            qq[i, d] = q[b, h, i, d]
+            gg[i, d] = dout[b, h, i, d]
+    dkh = np.zeros((Sp, D), dtype=q.dtype)                        # dK (S', D)
+    dvh = np.zeros((Sp, D), dtype=q.dtype)                        # dV (S', D)
+    pb = np.empty((ROWS, Sp), dtype=q.dtype)                      # P of the tile's rows
+    ds = np.empty((ROWS, Sp), dtype=q.dtype)                      # dP, then dS
+    dqb = np.empty((ROWS, D), dtype=q.dtype)
+    for i0 in range(0, Tp, ROWS):
+        i1 = min(i0 + ROWS, T)
+        nblock = _keys(i1 - 1, S, T, causal)                      # columns the tile touches
+        blocks = (nblock + KEYS - 1) // KEYS
+        pb[:, :nblock] = zero
+        ds[:, :nblock] = zero
+        for i in range(i0, i1):
+            for j in range(_seen(i, S, T, causal)):
+                pb[i - i0, j] = p[b, h, i, j]
+        _tile_row_times(ds, vb, gg[i0:i0 + ROWS], i0, i1, S, T, causal, blocks)   # dP = dO V^T
+        for i in range(i0, i1):                                   # dS = scale P (dP - sum_j dP P)
+            pr, dr = pb[i - i0], ds[i - i0]
+            dot = zero
+            for j in range(_seen(i, S, T, causal)):
+                dot += dr[j] * pr[j]
+            for j in range(nblock):
+                dr[j] = pr[j] * (dr[j] - dot) * sc                # 0 where p = 0
+        dqb[:] = zero
+        _tile_dots(dqb, kb, ds, i0, i1, S, T, causal, blocks)           # dQ = dS K
+        for i in range(i0, i1):
             for d in range(D):
-                qq[i, d] = q[b, h, i, d]
-                gg[i, d] = dout[b, h, i, d]
-        dkh = np.zeros((Sp, D), dtype=q.dtype)                    # dK (S', D)
-        dvh = np.zeros((Sp, D), dtype=q.dtype)                    # dV (S', D)
-        pb = np.empty((ROWS, Sp), dtype=q.dtype)                  # P of the tile's rows
-        ds = np.empty((ROWS, Sp), dtype=q.dtype)                  # dP, then dS
-        dqb = np.empty((ROWS, D), dtype=q.dtype)
-        for i0 in range(0, Tp, ROWS):
-            i1 = min(i0 + ROWS, T)
-            nblock = _keys(i1 - 1, S, T, causal)                  # columns the tile touches
-            blocks = (nblock + KEYS - 1) // KEYS
-            pb[:, :nblock] = zero
-            ds[:, :nblock] = zero
-            for i in range(i0, i1):
-                n = _seen(i, S, T, causal)
-                pb[i - i0, :n] = p[b, h, i, :n]
-            _tile_row_times(ds, vb, gg[i0:i0 + ROWS], i0, i1, S, T, causal, blocks)   # dP = dO V^T
-            for i in range(i0, i1):                               # dS = scale P (dP - sum_j dP P)
-                pr, dr = pb[i - i0], ds[i - i0]
-                dot = zero
-                for j in range(_seen(i, S, T, causal)):
-                    dot += dr[j] * pr[j]
-                for j in range(nblock):
-                    dr[j] = pr[j] * (dr[j] - dot) * sc            # 0 where p = 0
-            dqb[:] = zero
-            _tile_dots(dqb, kb, ds, i0, i1, S, T, causal, blocks)       # dQ = dS K
-            for i in range(i0, i1):
-                dq[b, h, i, :] = dqb[i - i0]
-            for jb in range(blocks):                              # dK += dS^T Q, dV += P^T dO
-                j0, w = jb * KEYS, min(KEYS, nblock - jb * KEYS)
-                for r in range(0, ROWS, _W):
-                    _outer_rows(dkh[j0:j0 + w], ds[r:r + _W, j0:j0 + w], qq[i0 + r:i0 + r + _W], w)
-                    _outer_rows(dvh[j0:j0 + w], pb[r:r + _W, j0:j0 + w], gg[i0 + r:i0 + r + _W], w)
-        dk[b, h] = dkh[:S]
-        dv[b, h] = dvh[:S]
+                dq[b, h, i, d] = dqb[i - i0, d]
+        for jb in range(blocks):                                  # dK += dS^T Q, dV += P^T dO
+            j0, w = jb * KEYS, min(KEYS, nblock - jb * KEYS)
+            for r in range(0, ROWS, _W):
+                _outer_rows(dkh[j0:j0 + w], ds[r:r + _W, j0:j0 + w], qq[i0 + r:i0 + r + _W], w)
+                _outer_rows(dvh[j0:j0 + w], pb[r:r + _W, j0:j0 + w], gg[i0 + r:i0 + r + _W], w)
+    for j in range(S):
+        for d in range(D):
+            dk[b, h, j, d] = dkh[j, d]
+            dv[b, h, j, d] = dvh[j, d]
 
 
-_OPTS = dict(parallel=True, cache=True, error_model="numpy", fastmath=True)
+def _forward(q, k, v, scale, causal, out, p):
+    H = q.shape[1]
+    sc = q.dtype.type(scale)
+    for bh in numba.prange(q.shape[0] * H):
+        _forward_head(q, k, v, sc, causal, out, p, bh // H, bh % H)
 
 
-def _signature(t):
+def _backward(dout, q, k, v, p, scale, causal, dq, dk, dv):
+    H = q.shape[1]
+    sc = q.dtype.type(scale)
+    for bh in numba.prange(q.shape[0] * H):
+        _backward_head(dout, q, k, v, p, sc, causal, dq, dk, dv, bh // H, bh % H)
+
+
+def _forward_signature(t):
+    a4, c4 = t[:, :, :, :], t[:, :, :, ::1]                   # any strides; C-contiguous
+    return numba.void(a4, a4, a4, numba.float64, numba.boolean, c4, c4)
+
+
+def _backward_signature(t):
     a4, c4 = t[:, :, :, :], t[:, :, :, ::1]
-    fwd = numba.void(a4, a4, a4, numba.float64, numba.boolean, c4, c4)
-    bwd = numba.void(a4, a4, a4, a4, c4, numba.float64, numba.boolean, a4, a4, a4)
-    return fwd, bwd
+    return numba.void(a4, a4, a4, a4, c4, numba.float64, numba.boolean, a4, a4, a4)
 
 
-_SIG32, _SIG64 = _signature(numba.float32), _signature(numba.float64)
-_forward_jit = numba.njit([_SIG32[0], _SIG64[0]], **_OPTS)(_forward)
-_backward_jit = numba.njit([_SIG32[1], _SIG64[1]], **_OPTS)(_backward)
+_forward_jit = per_dtype(_forward, _forward_signature, parallel=True, cache=True)
+_backward_jit = per_dtype(_backward, _backward_signature, parallel=True, cache=True)
 
 
 def fused_attention_forward(q, k, v, scale, causal):
@@ -284,12 +308,13 @@ def fused_attention_forward(q, k, v, scale, causal):
     B, H, T, D = q.shape
     out = np.empty((B, H, T, D), dtype=q.dtype)
     p = np.empty((B, H, T, k.shape[2]), dtype=q.dtype)
-    _forward_jit(q, k, v, float(scale), bool(causal), out, p)
+    _forward_jit(q.dtype)(q, k, v, float(scale), bool(causal), out, p)
     return out, p
 
 
 def fused_attention_backward(dout, q, k, v, p, scale, causal):
     """dout (B,H,T,D), the forward's inputs and p -> dq (B,H,T,D), dk, dv (B,H,S,D)."""
     dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
-    _backward_jit(dout, q, k, v, p, float(scale), bool(causal), dq, dk, dv)
+    _backward_jit(q.dtype)(dout, q, k, v, p, float(scale), bool(causal), dq, dk, dv)
     return dq, dk, dv
+
