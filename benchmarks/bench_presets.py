@@ -47,7 +47,7 @@ def report_name(model: str, preset: str) -> str:
 
 def git_commit() -> str:
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "minipt"], cwd=ROOT,      # the code that ran
                            capture_output=True, text=True).stdout.strip()
     return head + ("+dirty" if dirty else "")
 
