@@ -53,7 +53,8 @@ def git_commit() -> str:
 
 
 def numba_cache_files() -> set[str]:
-    """The compiled-kernel files in Numba's cache beside minipt's sources."""
+    """The compiled-kernel files in Numba's cache beside minipt's sources (a run's count
+    of new files includes those another process in the same clone wrote meanwhile)."""
     return {str(q) for q in (ROOT / "minipt").rglob("__pycache__/*.nbc")}
 
 
