@@ -18,7 +18,9 @@ character is -log P(words) / len(text). The default language's entropy rate is
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -55,14 +57,24 @@ class HMMLanguage:
 
     # -- generation ---------------------------------------------------------------
     def walk(self, rng: np.random.Generator, state: int | None = None):
-        """An endless path through the HMM: yields (state index, word index) pairs."""
-        cum_a, cum_e = np.cumsum(self.A, 1), np.cumsum(self.E, 1)
+        """An endless path through the HMM: yields (state index, word index) pairs.
+        Each word draws two uniforms, inverted through the cumulative emission and
+        transition rows (``bisect_right`` on Python floats: ``np.searchsorted(...,
+        side="right")`` without its per-call cost; the same draws give the same path)."""
+        cum_a, cum_e = self._cumulative_rows
+        last_w, last_s = len(self.vocab) - 1, len(self.states) - 1
         state = int(np.argmax(self.pi)) if state is None else state
         while True:
-            u = rng.random(2)
-            w = min(int(np.searchsorted(cum_e[state], u[0], side="right")), len(self.vocab) - 1)
+            u, v = rng.random(2).tolist()
+            w = min(bisect_right(cum_e[state], u), last_w)
             yield state, w
-            state = min(int(np.searchsorted(cum_a[state], u[1], side="right")), len(self.states) - 1)
+            state = min(bisect_right(cum_a[state], v), last_s)
+
+    @cached_property
+    def _cumulative_rows(self) -> tuple[list[list[float]], list[list[float]]]:
+        """cumsum(A, 1) and cumsum(E, 1) as lists of Python floats (A and E are not
+        changed after ``build``)."""
+        return np.cumsum(self.A, 1).tolist(), np.cumsum(self.E, 1).tolist()
 
     def sample(self, n_words: int, rng: np.random.Generator) -> tuple[list[str], list[str]]:
         """(words, the state that emitted each word): a stream of ``n_words`` words,

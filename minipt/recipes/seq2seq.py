@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -117,6 +118,17 @@ def evaluate(model, tok, pairs: list[dict], start_token: str, max_source_len: in
             {task: p for task, (p, _) in by_task.items()})
 
 
+def majority_scores(data: dict) -> dict[str, float]:
+    """Each task's floor: its commonest training answer given to every test input, scored
+    as the model's answers are."""
+    floors = {}
+    for task, d in data.items():
+        common = Counter(e["target"] for e in d["train"]).most_common(1)[0][0]
+        refs = [e["target"] for e in d["test"]]
+        floors[task] = t2t.score(task, [common] * len(refs), refs)
+    return floors
+
+
 def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
     def recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps: int | None = None,
                out_dir: str | None = None, seed: int | None = None, resume: bool = False, overwrite: bool = False,
@@ -169,12 +181,14 @@ def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
         else:
             test = [e for t in data.values() for e in t["test"]]
             scores, answers = evaluate(model, tok, test, hooks.start_token, p.model["max_source_len"])
-            report["test_scores"] = scores
+            floors = majority_scores(data)
+            report["test_scores"], report["majority_scores"] = scores, floors
             report["test_examples"] = {t: {"input": d["test"][0]["input"], "target": d["test"][0]["target"],
                                            "answer": answers[t][0]} for t, d in data.items()}
             n = {t: len(d["test"]) for t, d in data.items()}
             summary.append("held-out greedy answers: " + ", ".join(
-                f"{t} {t2t.METRICS[t]} {s:.3f} (of {n[t]})" for t, s in scores.items()))
+                f"{t} {t2t.METRICS[t]} {s:.3f} (of {n[t]}; commonest answer {floors[t]:.3f})"
+                for t, s in scores.items()))
         report["summary"] = summary
         (out / "report.json").write_text(json.dumps(report, indent=2))
         report["files"] = [str(q) for q in (out / "run.json", out / "tokenizer.json", result.checkpoint,

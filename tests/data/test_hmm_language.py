@@ -63,3 +63,17 @@ def test_bad_input():
         lang.sample_words(0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="sum to 1"):
         HMMLanguage.build(TINY_STATES, {**TINY_T, "a": {"b": 0.5}}, start="a")
+
+
+def test_walk_inverts_each_uniform_through_the_cumulative_rows():
+    """The walk against an independent inverse-CDF sampler on the same stream of
+    uniforms: word = searchsorted(cumsum(E[state]), u), next state likewise from A."""
+    lang = HMMLanguage.build()
+    rng, ref_rng = np.random.default_rng(7), np.random.default_rng(7)
+    walk = lang.walk(rng)
+    state = int(np.argmax(lang.pi))
+    for _ in range(3000):
+        u = ref_rng.random(2)
+        word = min(int(np.searchsorted(np.cumsum(lang.E[state]), u[0], side="right")), len(lang.vocab) - 1)
+        assert next(walk) == (state, word)
+        state = min(int(np.searchsorted(np.cumsum(lang.A[state]), u[1], side="right")), len(lang.states) - 1)

@@ -147,3 +147,11 @@ def test_evaluate_scores_the_greedy_answers_per_task():
         assert answers[task] == [by_hand[i] for i in idx]
         want = np.mean([pairs[i]["target"].split() == by_hand[i].split() or i % 3 == 0 for i in idx])
         assert scores[task] == pytest.approx(want)
+
+
+def test_majority_scores_give_each_task_its_commonest_training_answer():
+    pos, neg = {"target": "positive"}, {"target": "negative"}
+    data = {"sentiment": {"train": [pos, pos, neg], "test": [pos, neg, pos, pos]},
+            "translate": {"train": [{"target": "le chat dort ."}, {"target": "la reine ."}, {"target": "la reine ."}],
+                          "test": [{"target": "la reine ."}, {"target": "le chat dort ."}]}}
+    assert seq2seq.majority_scores(data) == {"sentiment": 0.75, "translate": 0.5}

@@ -1,0 +1,148 @@
+"""The README's generated parts, from the committed preset reports.
+
+    python scripts/readme_tables.py          # rewrite README.md's generated blocks
+    python scripts/readme_tables.py --check  # exit 1 if README.md differs from what it would write
+
+Two blocks of README.md lie between marker comments and are written here, never by hand:
+
+- ``models``: one row per model that ``minipt train`` accepts (the registry's order):
+  name, command, lesson, result and time, the last two read from
+  ``reports/presets/MODEL.json`` (written by ``benchmarks/bench_presets.py``); a model
+  without a committed report says so. Below the table, the models without a preset.
+- ``run-files``: every file a run writes, the union of the run folders the reports saw.
+
+``tests/test_readme.py`` checks that README.md equals what this script writes.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+REPORTS = ROOT / "reports" / "presets"
+
+FILE_ROLES = {
+    "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
+    "tokenizer.json": "the tokenizer (models that read text through one)",
+    "run.json": "preset, steps and seed (what `--resume` reuses; `minipt generate` reads its start and end tokens)",
+    "metrics.jsonl": "one JSON line per step: loss, gradient norm, learning rate, validation loss",
+    "loss.png": "the loss curves and gradient norm",
+    "report.json": "the result figures (with their baselines) and the summary printed at the end",
+    "vectors.npz": "the word vectors (word2vec, GloVe)",
+}
+
+
+def _begin(name: str) -> str:
+    return f"<!-- begin generated {name}: scripts/readme_tables.py writes this block from reports/presets/ -->"
+
+
+def _end(name: str) -> str:
+    return f"<!-- end generated {name} -->"
+
+
+def load_reports(folder: Path = REPORTS) -> dict[str, dict]:
+    """``{file stem: report}`` for every ``*.json`` in ``folder``."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+NOT_RESULTS = ("nearest to ", "trained on ", "sample: ", "time ")    # summary lines that are not result figures
+
+
+def result_text(report: dict) -> str:
+    """The result a preset's report states: its summary lines (each figure beside its
+    baseline, as the recipe printed it) without the run's own timing, which the time
+    column gives, nearest-neighbour lists and samples."""
+    lines = []
+    for line in report["report"].get("summary", []):
+        if line.startswith(NOT_RESULTS):
+            continue
+        line = re.sub(r" in \d+(\.\d+)? ?s\b| \(\d+(\.\d+)? ?s\)", "", line)   # "600 steps in 89s", "(90s)"
+        line = re.sub(r"^[^:]* \(" + re.escape(report["preset"]) + r"\): ", "", line)   # "GloVe (toy): ..."
+        lines.append(line.rstrip("."))
+    return "; ".join(lines)
+
+
+def time_text(report: dict) -> str:
+    load = report["load_average_start"][0], report["load_average_end"][0]
+    return (f"{report['wall_seconds']:.0f} s ({report['cpu_seconds']:.0f} s CPU), load {load[0]:.1f} → "
+            f"{load[1]:.1f}, {report['date'][:10]}")
+
+
+def models_block(reports: dict[str, dict]) -> str:
+    from minipt.models import registry
+    rows = ["| model | command | lesson | result (held out) | time: wall (CPU), load average at start → end |",
+            "|---|---|---|---|---|"]
+    for entry in registry.trainable():
+        for preset in entry.presets:
+            key = entry.name if preset == "toy" else f"{entry.name}-{preset}"
+            command = f"`minipt train {entry.name}" + ("`" if preset == "toy" else f" --preset {preset}`")
+            lesson = f"`{entry.lesson}`" if entry.lesson else "-"
+            r = reports.get(key)
+            spec = entry.name if preset == "toy" else f"{entry.name}:{preset}"
+            result, took = (_cell(result_text(r)), time_text(r)) if r else \
+                (f"not measured yet: `python benchmarks/bench_presets.py {spec}`", "-")
+            rows.append(f"| {entry.title} | {command} | {lesson} | {result} | {took} |")
+    others = [e for e in registry.entries() if e not in registry.trainable()]
+    rows.append("")
+    rows.append("Models without a preset (trained inside their lessons): " +
+                ", ".join(f"{e.title} (`{e.name}`, lesson `{e.lesson}`)" for e in others) + ".")
+    return "\n".join(rows)
+
+
+def run_files_block(reports: dict[str, dict]) -> str:
+    seen: dict[str, list[str]] = {}
+    for key, r in reports.items():
+        for name in r.get("files_written", []):
+            seen.setdefault(name, []).append(key)
+    unknown = sorted(set(seen) - set(FILE_ROLES))
+    if unknown:
+        raise ValueError(f"a run wrote {', '.join(unknown)}, which FILE_ROLES does not describe")
+    runs = sorted({r["model"] for r in reports.values()})
+    lines = []
+    for name in FILE_ROLES:
+        if name in seen:
+            by = sorted({reports[k]["model"] for k in seen[name]})
+            rest = [m for m in runs if m not in by]
+            who = ("every run" if not rest else "every run but " + ", ".join(rest) if len(rest) < len(by)
+                   else "runs of " + ", ".join(by))
+            lines.append(f"- `{name}`: {FILE_ROLES[name]}; {who}.")
+    return "\n".join(lines)
+
+
+BLOCKS = {"models": models_block, "run-files": run_files_block}
+
+
+def render(readme: str, reports: dict[str, dict]) -> str:
+    """``readme`` with each generated block rewritten from ``reports``."""
+    for name, make in BLOCKS.items():
+        begin, end = _begin(name), _end(name)
+        if readme.count(begin) != 1 or readme.count(end) != 1:
+            raise ValueError(f"README.md must hold the markers of the generated block {name!r} once each")
+        head, rest = readme.split(begin)
+        _, tail = rest.split(end)
+        readme = f"{head}{begin}\n{make(reports)}\n{end}{tail}"
+    return readme
+
+
+def main(argv: list[str]) -> int:
+    sys.path.insert(0, str(ROOT))
+    current = README.read_text()
+    wanted = render(current, load_reports())
+    if "--check" in argv:
+        if wanted != current:
+            print("README.md differs from scripts/readme_tables.py's output: run it and commit", file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(wanted)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
