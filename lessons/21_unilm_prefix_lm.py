@@ -155,19 +155,19 @@ loss = {k: r["loss"] for k, r in by_mode.items()}
 assert loss["bidirectional"] < min(loss["left_to_right"], loss["right_to_left"])   # at either budget
 
 # %% [markdown]
-# At the full budget the bidirectional cloze loss is 1.94 nats (accuracy 0.45), the
-# left-to-right one 2.17 and the right-to-left one 2.28: seeing both sides of a blank
-# is worth about a quarter of a nat per masked word on this language. The seq2seq
-# loss, 2.08, is measured on target tokens only, each of which sees the whole source
+# At the full budget the bidirectional cloze loss is 2.01 nats (accuracy 0.44), the
+# left-to-right one 2.22 and the right-to-left one 2.27: seeing both sides of a blank
+# is worth about a fifth of a nat per masked word on this language. The seq2seq
+# loss, 2.10, is measured on target tokens only, each of which sees the whole source
 # and the target to its left: between the two.
 
 # %% tags=["checks"]
-budget.stated("bidirectional cloze loss", loss["bidirectional"], "1.94")
-budget.stated("bidirectional cloze accuracy", by_mode["bidirectional"]["accuracy"], "0.45")
-budget.stated("left-to-right cloze loss", loss["left_to_right"], "2.17")
-budget.stated("right-to-left cloze loss", loss["right_to_left"], "2.28")
-budget.stated("seq2seq cloze loss", loss["seq2seq"], "2.08")
-budget.stated("one-way minus bidirectional", loss["left_to_right"] - loss["bidirectional"], "0.25", band=0.05)
+budget.stated("bidirectional cloze loss", loss["bidirectional"], "2.01")
+budget.stated("bidirectional cloze accuracy", by_mode["bidirectional"]["accuracy"], "0.44")
+budget.stated("left-to-right cloze loss", loss["left_to_right"], "2.22")
+budget.stated("right-to-left cloze loss", loss["right_to_left"], "2.27")
+budget.stated("seq2seq cloze loss", loss["seq2seq"], "2.10")
+budget.stated("one-way minus bidirectional", loss["left_to_right"] - loss["bidirectional"], "0.20", band=0.05)
 
 # %% [markdown]
 # ## 5. Generating with the seq2seq mask and a KV cache
@@ -231,12 +231,12 @@ print(f"toy translation after fine-tuning: exact match {ft['exact match']:.3f}, 
 assert ft["token accuracy"] > 0.1
 
 # %% [markdown]
-# At the full budget the fine-tuned model gets 0.65 of the target tokens right (at their
+# At the full budget the fine-tuned model gets 0.64 of the target tokens right (at their
 # positions) and 3 % of the 200 test translations exactly right, after 400 steps: most
 # words are learnt, whole sentences are not yet.
 
 # %% tags=["checks"]
-budget.stated("fine-tuned token accuracy", ft["token accuracy"], "0.65")
+budget.stated("fine-tuned token accuracy", ft["token accuracy"], "0.64")
 budget.stated("fine-tuned exact match", ft["exact match"], "0.03")
 
 # %% [markdown]

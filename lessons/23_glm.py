@@ -46,9 +46,12 @@ sp = R.special_ids()
 
 # %% [markdown]
 # ## 1. One example: Part A, Part B, the mask, the positions
-# `glm_blank_infilling` draws span lengths from Poisson(3) until about 15 % of the tokens
-# are covered (at least one span), replaces each span by one [MASK], and appends the
-# spans in a random order, each opened by [START] and closed by [END] as a target.
+# `glm_blank_infilling` draws span lengths from Poisson(3) (zero left out) until about
+# 15 % of the tokens are covered (at least one span), places the spans at random,
+# replaces each by one [MASK], and appends the spans in a random order, each opened by
+# [START] and closed by [END] as a target. The toy sentences are short, so the one span
+# most of them get covers far more than 15 % of their words: the blanks here are larger
+# than the paper's.
 
 # %%
 sentence = "the old king sees his gold near the river ."
@@ -142,13 +145,13 @@ plt.show()
 assert rates["grammatical fills"] > rates["grammatical random fills"] + 0.1        # at either budget
 
 # %% [markdown]
-# At the full budget 95 % of GLM's fills of the 300 held-out sentences make a sentence
-# the toy language can produce, against 3 % for random words of the right lengths; 17 %
+# At the full budget 97 % of GLM's fills of the 300 held-out sentences make a sentence
+# the toy language can produce, against 1 % for random words of the right lengths; 13 %
 # restore exactly the words that were removed. Most blanks admit many right answers (any
 # adjective, any food), so exact recovery is not the aim: a fill must fit both sides of
 # the blank, which a left-to-right LM, seeing only the left side, cannot promise.
 
 # %% tags=["checks"]
-budget.stated("grammatical fills", rates["grammatical fills"], "0.95", band=0.02)
-budget.stated("grammatical random fills", rates["grammatical random fills"], "0.03", band=0.01)
-budget.stated("exact fills", rates["exact fills"], "0.17", band=0.02)
+budget.stated("grammatical fills", rates["grammatical fills"], "0.97", band=0.02)
+budget.stated("grammatical random fills", rates["grammatical random fills"], "0.01", band=0.01)
+budget.stated("exact fills", rates["exact fills"], "0.13", band=0.02)

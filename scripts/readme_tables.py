@@ -3,13 +3,15 @@
     python scripts/readme_tables.py          # rewrite README.md's generated blocks
     python scripts/readme_tables.py --check  # exit 1 if README.md differs from what it would write
 
-Two blocks of README.md lie between marker comments and are written here, never by hand:
+Three blocks of README.md lie between marker comments and are written here, never by hand:
 
 - ``models``: one row per model that ``minipt train`` accepts (the registry's order):
   name, command, lesson, result and time, the last two read from
   ``reports/presets/MODEL.json`` (written by ``benchmarks/bench_presets.py``); a model
   without a committed report says so. Below the table, the models without a preset.
 - ``run-files``: every file a run writes, the union of the run folders the reports saw.
+- ``claims``: the claims ledger (``minipt experiment claims``), one row per paper's claim
+  with its verdict and figures, from the committed runs in ``minipt/experiments/ledger/``.
 
 ``tests/test_readme.py`` checks that README.md equals what this script writes.
 """
@@ -36,7 +38,7 @@ FILE_ROLES = {
 
 
 def _begin(name: str) -> str:
-    return f"<!-- begin generated {name}: scripts/readme_tables.py writes this block from reports/presets/ -->"
+    return f"<!-- begin generated {name}: scripts/readme_tables.py writes this block from {SOURCES[name]} -->"
 
 
 def _end(name: str) -> str:
@@ -116,7 +118,20 @@ def run_files_block(reports: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"models": models_block, "run-files": run_files_block}
+def claims_block(reports: dict[str, dict]) -> str:
+    """The claims ledger (``minipt experiment claims``) from its committed runs over seeds."""
+    from minipt.experiments import ledger
+    rows = ledger.rows()
+    lines = ["| claim | paper | experiment | verdict | figures (mean ± sd over seeds; SE of the advantage) |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {_cell(r['says'])} | {_cell(r['paper'])} | `{r['experiment']}` | **{r['verdict']}** | "
+              f"{_cell(r['why'])} |" for r in rows]
+    counts = ", ".join(f"{verdict} {n}" for verdict, n in ledger.counts(rows).items())
+    return "\n".join(lines) + f"\n\n{len(rows)} claims: {counts}."
+
+
+BLOCKS = {"models": models_block, "run-files": run_files_block, "claims": claims_block}
+SOURCES = {"models": "reports/presets/", "run-files": "reports/presets/", "claims": "minipt/experiments/ledger/"}
 
 
 def render(readme: str, reports: dict[str, dict]) -> str:
