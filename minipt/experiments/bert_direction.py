@@ -46,8 +46,8 @@ from ..tasks.bert_inputs import BertTaskBatches, score
 from ..train import TrainConfig, train
 
 BUDGETS = {"tiny": dict(docs=60, pretrain=4, finetune=4, examples=(32, 0, 32)),
-           "quick": dict(docs=1000, pretrain=400, finetune=200, examples=(1000, 0, 300)),
-           "full": dict(docs=2000, pretrain=800, finetune=300, examples=(1000, 0, 400))}
+           "quick": dict(docs=1000, pretrain=200, finetune=100, examples=(1000, 0, 300)),
+           "full": dict(docs=2000, pretrain=300, finetune=100, examples=(1000, 0, 400))}
 ARMS = {"bidirectional": False, "left-to-right": True}          # arm -> causal attention
 MAX_LENGTH, BATCH, LR = 48, 32, 1e-3
 
