@@ -24,7 +24,7 @@ from ..models.decoder.gpt import GPT, GPTConfig
 from ..tasks.metrics import accuracy
 from ..train import TrainConfig, train
 
-BUDGETS = {"tiny": dict(docs=200, steps=4, queries=8, widths=(8, 16)),
+BUDGETS = {"tiny": dict(docs=200, steps=4, queries=8, widths=(16, 96)),   # the claims read d 16 and d 96
            "quick": dict(docs=4000, steps=300, queries=100, widths=(16, 48, 96)),
            "full": dict(docs=4000, steps=600, queries=100, widths=(16, 48, 96))}
 KS = (0, 1, 2, 4, 8)
