@@ -34,8 +34,8 @@ from ..tokenizers.char import CharTokenizer
 from ..train import TrainConfig, train
 
 BUDGETS = {"tiny": dict(chars=20_000, steps=6, scored=200),
-           "quick": dict(chars=200_000, steps=300, scored=2000),
-           "full": dict(chars=200_000, steps=600, scored=2000)}
+           "quick": dict(chars=200_000, steps=600, scored=2000),
+           "full": dict(chars=200_000, steps=1500, scored=2000)}
 T, BATCH, K = 32, 16, 4
 ARMS = ("permutation LM", "left-to-right")
 
