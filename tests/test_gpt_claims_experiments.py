@@ -106,3 +106,9 @@ def test_the_dialogue_measures_count_bland_replies_and_the_subject():
     replies = [BLAND[0], "the dog finds the king .", "the king sleeps ."]
     m = dialogpt_mmi.measures(replies, histories)
     assert m["non-bland share"] == pytest.approx(2 / 3) and m["pick-up"] == pytest.approx(1 / 3)
+
+
+def test_a_left_to_right_bert_is_not_exported_as_bert():
+    from minipt.interop.bert_layout import export_problem
+    assert export_problem(BertConfig()) is None
+    assert export_problem(BertConfig(causal=True)) == "causal=True: BertForPreTraining has no left-to-right attention"
