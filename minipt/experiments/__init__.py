@@ -39,6 +39,15 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                       "encoder-decoder, shared encoder-decoder, decoder-only LM, prefix LM, encoder-only"),
     "objectives": ("minipt.experiments.objectives",
                    "T5's objectives at equal compute: prefix LM, BERT-style, deshuffling, i.i.d. vs span corruption"),
+    "in-context": ("minipt.experiments.in_context",
+                   "GPT-3's in-context choice accuracy against K demonstrations and width (d 16, 48, 96)"),
+    "bert-direction": ("minipt.experiments.bert_direction",
+                       "BERT bidirectional MLM vs the same encoder left to right at equal pre-training compute, "
+                       "fine-tuned on span QA and tagging"),
+    "dialogpt": ("minipt.experiments.dialogpt_mmi",
+                 "DialoGPT: MMI re-ranking vs top-k sampling vs the MLE choice, bland replies and topic pick-up"),
+    "xlnet": ("minipt.experiments.xlnet_permutation",
+              "XLNet's permutation LM vs the same network left to right at equal compute, read left to right"),
 }
 
 

@@ -125,7 +125,8 @@ def export_problem(config) -> str | None:
         return f"{type(config).__name__}: BertForPreTraining holds minipt's BERT (BertConfig) only"
     for field, bert, what in (("embedding_size", None, "a factorised embedding (ALBERT)"),
                               ("nsp", True, "no NSP head (RoBERTa)"),
-                              ("position_offset", 0, "positions offset past the padding id (RoBERTa)")):
+                              ("position_offset", 0, "positions offset past the padding id (RoBERTa)"),
+                              ("causal", False, "left-to-right attention")):
         if getattr(config, field) != bert:
             return f"{field}={getattr(config, field)!r}: BertForPreTraining has no {what}"
     if config.activation not in _EXPORT_ACT:

@@ -73,6 +73,7 @@ class BertConfig:
     embedding_size: int | None = None    # ALBERT's E; None: E = d_model, no projection
     nsp: bool = True                     # RoBERTa: False (MLM only, no pooler)
     position_offset: int = 0             # RoBERTa: padding_idx + 1; positions count non-pad ids from it
+    causal: bool = False                 # left-to-right attention: BERT's "LTR" ablation (section 5.1, table 5)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_position", "type_vocab_size", "n_layer", "n_head", "d_model", "d_ff"):
@@ -197,7 +198,7 @@ class BertEncoder(Module):
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)                                      # (B, T, E) -> (B, T, C)
         keys = None if real is None or real.all() else real[:, None, :]           # (B, 1, T): may attend
-        return self.stack(x, mask=keys)                                           # (B, T, C) bidirectional
+        return self.stack(x, mask=keys, causal=self.config.causal)   # (B, T, C); causal: left to right
 
     def backward(self, dh: np.ndarray) -> None:
         """dh (B, T, C): adds into every parameter's gradient, embeddings included."""
