@@ -4,7 +4,8 @@ A model answers ``loss, logits = model(*batch)`` and ``model.backward()`` (the L
 interface of ARCHITECTURE.md), so the n-gram's neural successors, the LSTM, GPT, BERT
 and T5 all train here. The loop does AdamW (Loshchilov & Hutter 2019) with warm-up and
 cosine decay (GPT-1, Radford et al. 2018), global gradient-norm clipping, gradient
-accumulation, periodic evaluation, a tqdm progress bar with loss and training tokens/s
+accumulation, phases (``restarts``: at each, a fresh warm-up + cosine schedule and a
+fresh optimiser state, for fine-tuning after pre-training), periodic evaluation, a tqdm progress bar with loss and training tokens/s
 (evaluation time left out),
 atomic checkpoints with optimiser and RNG state (resuming reproduces the uninterrupted
 run), a clean save on Ctrl-C, a NaN/inf guard that keeps the last good checkpoint, a
@@ -18,6 +19,7 @@ import math
 import signal
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -49,9 +51,13 @@ class TrainConfig:
     seed: int = 0
     out_dir: str | None = None         # checkpoint, metrics.jsonl and loss.png go here
     progress: bool = True
+    restarts: tuple[int, ...] = ()     # steps where a new phase starts: fresh schedule and optimiser state
 
     def __post_init__(self) -> None:
         check_positive_int("steps", self.steps)
+        self.restarts = tuple(self.restarts)
+        if list(self.restarts) != sorted(set(self.restarts)) or any(not 0 < r < self.steps for r in self.restarts):
+            raise ValueError(f"restarts must be increasing steps in (0, steps={self.steps}), got {self.restarts}")
         check_positive_int("accum_steps", self.accum_steps)
         if not 0 <= self.warmup <= self.steps:
             raise ValueError(f"warmup must be in [0, steps={self.steps}], got {self.warmup}")
@@ -160,6 +166,15 @@ def _set_state(gen: np.random.Generator, state, where: Path) -> None:
         raise ValueError(f"{where}: a saved random-generator state is damaged ({e})") from None
 
 
+def phase_lr(config: TrainConfig, step: int) -> float:
+    """The learning rate at ``step``: warm-up then cosine decay over the phase that holds
+    it (phases split at ``config.restarts``), warm-up min(warmup, phase length) steps."""
+    bounds = [0, *config.restarts, config.steps]
+    k = max(i for i in range(len(bounds) - 1) if bounds[i] <= step)
+    length = bounds[k + 1] - bounds[k]
+    return warmup_cosine(step - bounds[k], length, min(config.warmup, length), config.lr, config.min_lr)
+
+
 def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_config: dict | None = None,
           resume: bool = False, callback: Callable[[int, dict], None] | None = None,
           extra: dict | None = None, oracle_loss: float | None = None) -> TrainResult:
@@ -183,7 +198,7 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
     data_rng = np.random.default_rng(config.seed)
     eval_seed = config.seed + 1
     opt = AdamW(model, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
-    schedule = lambda s: warmup_cosine(s, config.steps, config.warmup, config.lr, config.min_lr)
+    schedule = partial(phase_lr, config)
     step, history = 0, []
 
     if resume:
@@ -231,6 +246,8 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
     with _SigintFlag() as sigint:
         while step < config.steps:
             t_step = time.perf_counter()
+            if step in config.restarts:        # a new phase: Adam's moments start from zero again
+                opt = AdamW(model, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
             opt.lr = schedule(step)
             model.zero_grad()
             loss_sum = 0.0

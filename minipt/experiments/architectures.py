@@ -1,7 +1,8 @@
 """Architectures side by side (Raffel et al. 2020, T5, Sec. 3.2, Table 2; seed 001's table),
 at toy scale: each pre-trained with its natural objective on the text-to-text tasks'
-plain texts (packed to ``piece`` tokens, ``experiments/objectives.packed_piece``), then
-fine-tuned on the text-to-text mixture and scored on held-out pairs (greedy answers,
+plain texts (packed to ``piece`` tokens, ``objectives/spans.pack_pieces``), then
+fine-tuned on the text-to-text mixture on a fresh schedule and optimiser state
+(``experiments/protocol.py``) and scored on held-out pairs (greedy answers,
 ``text_to_text.score``). Same pre-training and fine-tuning steps and batch for all.
 
 | architecture | model | pre-training | how it answers |
@@ -32,11 +33,13 @@ from ..models.protocol import IGNORE
 from ..models.seq2seq.transformer import Transformer, TransformerConfig
 from ..models.unified.prefix_lm import PrefixLM
 from ..objectives.mlm import mask_tokens
+from ..objectives.spans import pack_pieces
 from ..objectives.t5_span import span_corruption
 from ..objectives.unified import prefix_lm
 from ..tokenizers.special import BOS, EOS, MASK, PAD, SEP, t5_sentinels
-from ..train import TrainConfig, train
-from .objectives import N_SENTINELS, objective_batch, packed_piece
+from ..train import train
+from .objectives import N_SENTINELS, SETTINGS, objective_batch
+from .protocol import Budget
 
 ARCHITECTURES = ("encoder-decoder", "shared encoder-decoder", "decoder-only LM", "prefix LM", "encoder-only")
 SMALL, TOY = dict(d_model=16, n_head=2, layers=1), dict(d_model=64, n_head=4, layers=2)
@@ -109,7 +112,7 @@ class Batches:
                 return objective_batch(spans, self.piece, self.tok, self.texts[split], BATCH, rng)
             return t2t.encode_pairs(self.tok, pairs, MAX_SOURCE, MAX_TARGET)
         if pairs is None:
-            pieces = [packed_piece(self.tok, self.texts[split], self.piece, rng) for _ in range(BATCH)]
+            pieces = [pack_pieces(self.texts[split], self.piece, rng, self.tok.encode) for _ in range(BATCH)]
             return self._pretrain(np.stack(pieces), rng)                        # (B, piece)
         return self.finetune(pairs)
 
@@ -192,9 +195,8 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
         for s in b["seeds"]:
             model = build(arch, tok, b["model"], np.random.default_rng(100 + s))
             batches = Batches(arch, tok, data, b["pretrain"], b["piece"])
-            steps = b["pretrain"] + b["finetune"]
-            config = TrainConfig(steps=steps, lr=2e-3, min_lr=2e-4, warmup=max(1, steps // 10), weight_decay=0.01,
-                                 eval_every=0, seed=seed + s, progress=progress)
+            config = Budget(b["pretrain"], b["finetune"], BATCH).train_config(**SETTINGS, seed=seed + s,
+                                                                             progress=progress)
             train(model, batches, config, callback=batches.callback)
             results.append(scores(arch, model, tok, test))
         row = {"architecture": arch,

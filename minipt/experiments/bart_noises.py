@@ -15,7 +15,8 @@ middle (about m/2) best. Here, at toy scale, on the texts of the toy language
 2. each model is fine-tuned for ``finetune`` steps on the toy summarisation task
    (``summarize: <2-3 sentences>`` -> the sentences without adjectives and place
    phrases, ``data/toy_text_tasks.compression``), every model with the same data, batch
-   size, steps and learning rate, the same initial weights (seed) for every variant;
+   size, steps and learning rate, on a fresh schedule and optimiser state
+   (``experiments/protocol.py``), the same initial weights (seed) for every variant;
 3. reported on held-out pairs: the teacher-forced test loss (nats per target token) and
    the exact match of greedy outputs, plus the last pre-training loss.
 
@@ -39,13 +40,14 @@ from ..recipes.bart_mass import (
     pretraining_texts,
 )
 from ..tokenizers.special import EOS, MASK, PAD
-from ..train import TrainConfig, train
+from .protocol import Budget, pretrain_then_finetune
 
 MASS_K = {"k = 1 (BERT-like)": 0.0, "k = m/2": 0.5, "k = m (GPT-like)": 1.0}
 BUDGETS = {"tiny": dict(pretrain=3, finetune=3, sizes=(40, 10, 10), d_model=16, batch=8),        # for tests
            "quick": dict(pretrain=150, finetune=150, sizes=(600, 50, 100), d_model=32, batch=16),
            "full": dict(pretrain=600, finetune=400, sizes=(2000, 100, 200), d_model=48, batch=16)}
 MAX_SOURCE, MAX_TARGET = 48, 24
+SETTINGS = dict(lr=2e-3, min_lr=2e-4, weight_decay=0.01, eval_every=0)   # each phase, on its own schedule
 
 
 def _variants() -> list[tuple[str, str, object]]:
@@ -98,16 +100,15 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
     for name, kind, setting in _variants():
         model = _model(kind, tok, b, seed)
         start = tok.token_to_id(MASK if kind == "mass" else EOS)
-        pre_loss = None
-        if kind != "none":
-            make = (lambda s, r, n=setting: denoising_batch(tok, texts, b["batch"], r, n)) if kind == "bart" else \
-                (lambda s, r, f=setting: mass_pretrain_batch(tok, texts, b["batch"], r, f))
-            pre = TrainConfig(steps=b["pretrain"], lr=2e-3, min_lr=2e-4, warmup=b["pretrain"] // 10,
-                              weight_decay=0.01, eval_every=0, seed=seed, progress=progress)
-            pre_loss = float(train(model, make, pre).train_loss)
-        fine = TrainConfig(steps=b["finetune"], lr=1e-3, min_lr=1e-4, warmup=b["finetune"] // 10,
-                           weight_decay=0.01, eval_every=0, seed=seed, progress=progress)
-        train(model, _finetune_batches(tok, pairs, start, b["batch"]), fine)
+        make = None
+        if kind == "bart":
+            make = lambda s, r, n=setting: denoising_batch(tok, texts, b["batch"], r, n)
+        elif kind == "mass":
+            make = lambda s, r, f=setting: mass_pretrain_batch(tok, texts, b["batch"], r, f)
+        budget = Budget(b["pretrain"] if make else 0, b["finetune"], b["batch"])
+        result = pretrain_then_finetune(model, make, _finetune_batches(tok, pairs, start, b["batch"]), budget,
+                                        {**SETTINGS, "warmup": b["finetune"] // 10}, seed=seed, progress=progress)
+        pre_loss = result.history[budget.pretrain_steps - 1]["loss"] if make else None
         loss, exact = evaluate(model, tok, pairs["test"], start)
         rows.append({"model": name, "objective": "MASS" if kind == "mass" else ("BART" if kind == "bart" else "-"),
                      "pre-training loss": pre_loss if pre_loss is not None else float("nan"),

@@ -3,9 +3,11 @@ Tables 4-7), at toy scale, with the encoder-decoder (``models/seq2seq/transforme
 
 Every variant pre-trains the same Transformer for the same number of steps and batch
 size (T5's "equal compute" is the same number of pre-training steps) on the plain texts
-of the text-to-text tasks' training inputs (``text_to_text.plain_text``), then fine-tunes
-on the text-to-text mixture for the same number of steps (``recipes/seq2seq``'s batches),
-and is scored on held-out pairs with greedy decoding (``recipes.seq2seq.evaluate``).
+of the text-to-text tasks' training inputs (``text_to_text.plain_text``), packed to
+``piece`` tokens, then fine-tunes on the text-to-text mixture for the same number of
+steps (``recipes/seq2seq``'s batches) on a fresh schedule and optimiser state, as the
+no-pre-training row does (``experiments/protocol.py``), and is scored on held-out pairs
+with greedy decoding (``recipes.seq2seq.evaluate``).
 
 Variants (``objectives/t5_objectives.py`` and ``objectives/t5_span.py``):
 
@@ -31,6 +33,7 @@ import numpy as np
 from ..data import text_to_text as t2t
 from ..models.registry import Preset
 from ..models.seq2seq.transformer import Transformer, TransformerConfig
+from ..objectives.spans import pack_pieces
 from ..objectives.t5_objectives import (
     bert_style,
     deshuffling,
@@ -40,7 +43,8 @@ from ..objectives.t5_objectives import (
 from ..objectives.t5_span import span_corruption
 from ..recipes.seq2seq import Seq2SeqHooks, _Batches, evaluate
 from ..tokenizers.special import BOS, EOS, MASK, PAD, t5_sentinels
-from ..train import TrainConfig, train
+from ..train import train
+from .protocol import Budget
 
 N_SENTINELS = 24
 SMALL = dict(n_encoder_layers=1, n_decoder_layers=1, n_head=2, d_model=16)
@@ -69,19 +73,11 @@ def variants(tok) -> dict[str, object]:
     return out
 
 
-def packed_piece(tok, texts, length: int, rng: np.random.Generator) -> np.ndarray:
-    """Random texts joined until ``length`` tokens, cut there -> ids (length,)."""
-    ids: list[int] = []
-    while len(ids) < length:
-        ids += tok.encode(texts[int(rng.integers(len(texts)))])
-    return np.array(ids[:length], dtype=np.int64)
-
-
 def objective_batch(objective, piece: int, tok, texts, batch_size: int, rng: np.random.Generator):
-    """``batch_size`` packed pieces (``packed_piece``) -> (source (B, S), target_in (B, T),
+    """``batch_size`` packed pieces (``spans.pack_pieces``) -> (source (B, S), target_in (B, T),
     targets (B, T)): source = the objective's input, targets = its target + ``</s>``,
     target_in = ``<s>`` + the target; padded with PAD (IGNORE in targets)."""
-    pairs = [objective(packed_piece(tok, texts, piece, rng), rng) for _ in range(batch_size)]
+    pairs = [objective(pack_pieces(texts, piece, rng, tok.encode), rng) for _ in range(batch_size)]
     eos, bos, pad = tok.token_to_id(EOS), tok.token_to_id(BOS), tok.token_to_id(PAD)
     S, T = max(len(x) for x, _ in pairs), max(len(y) for _, y in pairs) + 1
     if S > MAX_SOURCE or T > MAX_TARGET:
@@ -98,12 +94,10 @@ def objective_batch(objective, piece: int, tok, texts, batch_size: int, rng: np.
 
 def mean_target_length(objective, piece: int, tok, texts, rng: np.random.Generator, n: int = 400) -> float:
     """Mean tokens per target of ``objective`` (``</s>`` included) over ``n`` packed pieces."""
-    return float(np.mean([len(objective(packed_piece(tok, texts, piece, rng), rng)[1]) + 1 for _ in range(n)]))
+    return float(np.mean([len(objective(pack_pieces(texts, piece, rng, tok.encode), rng)[1]) + 1 for _ in range(n)]))
 
 
-def _config(steps: int, seed: int, progress: bool) -> TrainConfig:
-    return TrainConfig(steps=steps, lr=2e-3, min_lr=2e-4, warmup=max(1, steps // 10), weight_decay=0.01,
-                       eval_every=0, seed=seed, progress=progress)
+SETTINGS = dict(lr=2e-3, min_lr=2e-4, warmup=25, weight_decay=0.01, eval_every=0)   # each phase
 
 
 def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
@@ -126,8 +120,9 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
                                                   **b["model"]),
                                 rng=np.random.default_rng(100 + s))
             batches = _Batches(tok, data, preset, hooks, 0)
-            steps = (b["pretrain"] if objective is not None else 0) + b["finetune"]
-            train(model, batches, _config(steps, seed + s, progress), callback=batches.callback)
+            budget = Budget(b["pretrain"] if objective is not None else 0, b["finetune"], BATCH)
+            config = budget.train_config(**SETTINGS, seed=seed + s, progress=progress)
+            train(model, batches, config, callback=batches.callback)
             scores.append(evaluate(model, tok, test, BOS, MAX_SOURCE)[0])
         row = {"objective": name, "mean score": float(np.mean([np.mean(list(sc.values())) for sc in scores]))}
         row.update({task: float(np.mean([sc[task] for sc in scores])) for task in data})

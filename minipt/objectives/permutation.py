@@ -6,7 +6,8 @@ content stream of i may attend j when rank[j] <= rank[i], the query stream when
 rank[j] < rank[i] (it must not see its own token). Only the last 1/K of the order is
 predicted.
 
-GLM removes spans (lengths ~ Poisson(3), about 15 % of the tokens): Part A is the text
+GLM removes spans (lengths ~ Poisson(3), about 15 % of the tokens, placed uniformly at
+random and apart, ``spans.place_spans``): Part A is the text
 with one [MASK] per span, seen bidirectionally; Part B is the spans in random order,
 each as [START] span and predicting span [END], causally, seeing all of Part A. 2-D
 positions: the first is the position in Part A (for Part B tokens, the position of their
@@ -17,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.checks import check_positive_int
-from .common import IGNORE, check_ids_array
+from .common import IGNORE, check_ids_array, check_probability
+from .spans import place_spans
 
 
 def permutation_lm(ids, rng: np.random.Generator, K: int = 6):
@@ -42,26 +44,38 @@ def order_masks(order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[..., None, :] <= rank[..., :, None], rank[..., None, :] < rank[..., :, None]
 
 
+def blank_lengths(T: int, rng: np.random.Generator, ratio: float = 0.15, poisson_lambda: float = 3.0
+                  ) -> np.ndarray:
+    """GLM's span lengths for T tokens: Poisson(lambda) draws of at least 1 (GLM samples
+    the Poisson weights of 1, 2, ...: zeros redrawn) until they cover round(ratio * T)
+    tokens or more (at least one); the last ones cut only where the spans, one token
+    apart, would leave Part A no token of the text (short or heavily masked texts)."""
+    budget = max(1, int(round(T * ratio)))
+    lengths: list[int] = []
+    while sum(lengths) < budget:
+        n = 0
+        while n == 0:
+            n = int(rng.poisson(poisson_lambda))
+        lengths.append(n)
+    while sum(lengths) + len(lengths) > T:        # k spans and k - 1 gaps must leave a token of the text
+        excess = sum(lengths) + len(lengths) - T
+        if lengths[-1] > excess:
+            lengths[-1] -= excess
+        else:
+            lengths.pop()
+    return rng.permutation(np.array(lengths, dtype=np.int64))     # the cut one not always the last placed
+
+
 def glm_blank_infilling(ids, rng: np.random.Generator, *, mask_id: int, start_id: int, end_id: int,
                         ratio: float = 0.15, poisson_lambda: float = 3.0):
     """ids (T,) -> dict(ids, positions (2, N), targets, mask (N, N), n_a)."""
     ids = check_ids_array("ids", ids, 1)
     T = len(ids)
-    budget = max(1, int(round(T * ratio)))
-    taken = np.zeros(T, dtype=bool)
-    spans = []
-    for _ in range(100 * budget):
-        if taken.sum() >= budget:
-            break
-        length = max(1, int(rng.poisson(poisson_lambda)))
-        start = int(rng.integers(0, T - length + 1)) if length <= T else 0
-        end = min(start + length, T)
-        if taken[max(start - 1, 0):min(end + 1, T)].any() or end - start >= T:
-            continue
-        taken[start:end] = True
-        spans.append((start, end))
-    if not spans:
-        raise ValueError(f"could not place a blank in {T} tokens")
+    if T < 2:
+        raise ValueError(f"GLM blank infilling needs at least 2 tokens, got {T}")
+    check_probability("ratio", ratio)
+    lengths = blank_lengths(T, rng, ratio, poisson_lambda)
+    spans = [(int(s), int(s) + int(n)) for s, n in zip(place_spans(lengths, T, rng, min_gap=1), lengths)]
     spans.sort()
     part_a, mask_pos = [], {}
     i = 0

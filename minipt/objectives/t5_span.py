@@ -1,28 +1,31 @@
 """T5's span corruption (Raffel et al. 2020, section 3.1.4 and 3.3.4).
 
 Choose about ``noise_density`` (15 %) of the tokens as noise, in spans of mean length
-``mean_span`` (3): the number of spans is round(n_noise / mean_span), and the noise and
-non-noise lengths are each split into that many positive parts at random (T5's
-random_spans_noise_mask). Each noise span is replaced in the input by one sentinel
-<extra_id_0>, <extra_id_1>, ...; the target lists each sentinel followed by the tokens it
-replaced, and ends with one more sentinel.
+``mean_span`` (3): n_noise = round(length * noise_density) and the number of spans is
+round(n_noise / mean_span); the noise is split into that many positive lengths at random
+(T5's random segmentation, ``spans.random_partition``) and the spans are placed among
+the non-noise tokens at random, apart from each other (``spans.place_spans``). T5's
+reference code splits the non-noise into as many parts as the noise and interleaves
+them starting with non-noise, so its last token is always noise; here the first and last
+non-noise parts may be empty, so every placement is equally likely and a span covers the
+last token no more often than any other place. Each noise span is replaced in the input
+by one sentinel <extra_id_0>, <extra_id_1>, ... in order of position; the target lists
+each sentinel followed by the tokens it replaced, and ends with one more sentinel.
+
+On short texts this gives one span (round(8 * 0.15) = 1 token of noise in an 8-token
+sentence): pack texts into longer pieces first (``spans.pack_pieces``), as T5 does.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .common import check_ids_array, check_probability
-
-
-def _random_partition(total: int, parts: int, rng: np.random.Generator) -> np.ndarray:
-    """``total`` split into ``parts`` positive integers, uniformly over compositions."""
-    cuts = np.sort(rng.choice(np.arange(1, total), size=parts - 1, replace=False)) if parts > 1 else []
-    return np.diff(np.concatenate([[0], cuts, [total]])).astype(np.int64)
+from .spans import place_spans, random_partition
 
 
 def random_spans_noise_mask(length: int, rng: np.random.Generator, noise_density: float = 0.15,
                             mean_span: float = 3.0) -> np.ndarray:
-    """Boolean (length,) mask, True on noise; spans alternate non-noise, noise, ..."""
+    """Boolean (length,) mask, True on noise: separate spans placed uniformly at random."""
     check_probability("noise_density", noise_density)
     if not mean_span >= 1:
         raise ValueError(f"mean_span must be >= 1, got {mean_span}")
@@ -30,15 +33,11 @@ def random_spans_noise_mask(length: int, rng: np.random.Generator, noise_density
         raise ValueError(f"span corruption needs at least 2 tokens, got {length}")
     n_noise = min(max(int(round(length * noise_density)), 1), length - 1)
     n_spans = max(int(round(n_noise / mean_span)), 1)
-    n_spans = min(n_spans, n_noise, length - n_noise)
-    noise = _random_partition(n_noise, n_spans, rng)
-    keep = _random_partition(length - n_noise, n_spans, rng)
+    n_spans = min(n_spans, n_noise, length - n_noise + 1)          # k spans need k - 1 tokens between them
+    lengths = random_partition(n_noise, n_spans, rng)              # (k,)
     mask = np.zeros(length, dtype=bool)
-    pos = 0
-    for k, n in zip(keep, noise):
-        pos += k
-        mask[pos:pos + n] = True
-        pos += n
+    for start, n in zip(place_spans(lengths, length, rng, min_gap=1), lengths):
+        mask[start:start + n] = True
     return mask
 
 

@@ -14,7 +14,10 @@ entry; a ``Seq2SeqHooks`` says what differs from the Transformer's:
 - ``pretrain_batch(tok, texts, batch_size, rng) -> (source, target_in, targets)``: a
   pre-training objective (span corruption, BART's noises, MASS's fragments) over the
   training inputs' plain texts, used for the first ``data["pretrain_steps"]`` steps;
-  the text-to-text mixture follows for the rest of ``train["steps"]``.
+  the text-to-text mixture follows for the rest of ``train["steps"]``, on a fresh
+  warm-up + cosine schedule with a fresh optimiser state (``experiments/protocol.py``,
+  the one rule for pre-training then fine-tuning: a preset "from scratch" gives the
+  same fine-tuning steps, so the two compare at equal fine-tuning budget).
 
 So ``t5.py`` registers ``recipe=make_recipe(Seq2SeqHooks(start_token=PAD,
 extra_specials=t5_sentinels(20), pretrain_batch=span_corruption_batch))`` and a preset
@@ -39,10 +42,11 @@ import numpy as np
 
 from ..core.checkpoint import load_checkpoint
 from ..data import text_to_text as t2t
+from ..experiments.protocol import Budget, PhasedBatches
 from ..inference.seq2seq_decoding import greedy
 from ..models.registry import Preset
 from ..tokenizers.special import BOS, EOS, PAD
-from ..train import TrainConfig, train
+from ..train import train
 from . import with_steps
 from .run_folder import _settings, check_out, clear_run_files
 
@@ -70,26 +74,24 @@ class Seq2SeqHooks:
     pretrain_batch: Callable | None = None           # (tok, texts, batch_size, rng) -> batch
 
 
-class _Batches:
+class _Batches(PhasedBatches):
     """``get_batch(split, rng)`` for ``train``: the pre-training objective for the first
-    ``pretrain_steps`` steps (``step`` is kept by the loop's callback), then the mixture."""
+    ``pretrain_steps`` steps, then the mixture (``experiments/protocol.PhasedBatches``)."""
 
     def __init__(self, tok, data, p: Preset, hooks: Seq2SeqHooks, step: int):
-        self.tok, self.p, self.hooks, self.step = tok, p, hooks, step
+        self.tok, self.p = tok, p
         self.mix = {s: t2t.Mixture({t: d[s] for t, d in data.items()}, p.data.get("limit")) for s in ("train", "val")}
         self.texts = {s: [t2t.plain_text(e["input"]) for t in data.values() for e in t[s]] for s in ("train", "val")}
         self.start = tok.token_to_id(hooks.start_token)
+        pre = hooks.pretrain_batch
+        super().__init__(None if pre is None else lambda split, rng: pre(tok, self.texts[split], p.batch_size, rng),
+                         self.mixture, p.data.get("pretrain_steps", 0) if pre else 0, step)
 
-    def __call__(self, split: str, rng: np.random.Generator):
-        if self.hooks.pretrain_batch is not None and self.step < self.p.data.get("pretrain_steps", 0):
-            return self.hooks.pretrain_batch(self.tok, self.texts[split], self.p.batch_size, rng)
+    def mixture(self, split: str, rng: np.random.Generator):
         src, tin, tgt = t2t.encode_pairs(self.tok, self.mix[split].sample(self.p.batch_size, rng),
                                          self.p.model["max_source_len"], self.p.model["max_target_len"])
         tin[:, 0] = self.start
         return src, tin, tgt
-
-    def callback(self, step: int, record: dict) -> None:
-        self.step = step
 
 
 def evaluate(model, tok, pairs: list[dict], start_token: str, max_source_len: int,
@@ -137,13 +139,19 @@ def make_recipe(hooks: Seq2SeqHooks = Seq2SeqHooks()) -> Callable[..., dict]:
             tok.save(out / "tokenizer.json")
             (out / "run.json").write_text(json.dumps({"preset": preset, "steps": steps, "seed": seed,
                                                       "start_token": hooks.start_token, "end_token": EOS}))
-        tc = TrainConfig(**with_steps(p.train, steps), seed=seed, out_dir=str(out), progress=progress)
+        settings = with_steps(p.train, steps)
+        pre = min(batches.pretrain_steps, settings["steps"])
+        if steps is not None and settings["steps"] > pre:     # the warm-up a fine-tuning run of that length gets
+            settings["warmup"] = with_steps(p.train, settings["steps"] - pre)["warmup"]
+        budget = Budget(pretrain_steps=pre, finetune_steps=settings["steps"] - pre, batch_size=p.batch_size)
+        tc = budget.train_config(**settings, seed=seed, out_dir=str(out), progress=progress)
         if progress:
             sizes = ", ".join(f"{t} {len(d['train'])}" for t, d in data.items())
             print(f"minipt train {entry.name}: {entry.title}, preset {preset}, {model.num_parameters():,} parameters, "
                   f"text-to-text training pairs: {sizes}")
         result = train(model, batches, tc, model_config=model.spec(), resume=resume, callback=batches.callback)
         report = {"model": entry.name, "preset": preset, "steps": result.step, "total_steps": tc.steps,
+                  "pretrain_steps": budget.pretrain_steps, "finetune_steps": budget.finetune_steps,
                   "train_loss": result.train_loss, "val_loss": result.val_loss, "seconds": round(result.seconds, 1),
                   "interrupted": result.interrupted}
         summary = [f"trained {result.step} steps in {result.seconds:.0f}s, final training loss "
