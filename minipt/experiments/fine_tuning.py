@@ -22,7 +22,21 @@ split (accuracy; exact match of the span for QA):
 - ``no pre-training, frozen``: a head on random features (what the head alone can do).
 
 Reported: one row per setting, one column per task, and each task's majority-class
-baseline (the most frequent label or tag of the test split; 0 for span QA).
+baseline (the most frequent label or tag of the test split; for span QA the commonest
+answer span of the training split, as token positions, scored on the test split).
+
+The ledger's claim (fine-tuned beats frozen) is read on span QA's exact match, the one
+task here that needs more than a word's identity. **Entailment is left out of the
+claim**: the hypothesis is the premise without its modifiers, with one content word
+swapped half the time, so the label hangs on comparing every content word of B with A.
+That comparison is not learnt from 128 examples in 150 steps (the quick budget, seed 0:
+from scratch the model fits 0.92 of its training pairs, yet scores 0.455 on the test
+pairs, exactly their share of "entailment", the training split's majority class (55.5 %
+of train, 45.5 % of test): it recognises the pairs it saw and answers the training
+majority for new ones, which reads as 1 - majority). It begins at 1000 examples and 400
+steps (from scratch 0.593 against a majority of 0.528, train 0.72). A property of the
+task at this scale, not a defect: no pair exceeds ``MAX_LENGTH`` (longest 27 tokens, so
+nothing is truncated) and the labels are balanced (48.9 % "not entailed" in train).
 """
 from __future__ import annotations
 
@@ -39,7 +53,7 @@ from ..models.encoder.bert import BertConfig, BertForPreTraining
 from ..models.encoder.finetune import MODELS
 from ..models.registry import Preset
 from ..recipes.encoder import PRESETS, EncoderHooks, train_encoder
-from ..tasks.bert_inputs import BertTaskBatches, score
+from ..tasks.bert_inputs import BertTaskBatches, encode_example, score
 from ..tokenizers.wordpiece import WordPieceTokenizer
 from ..train import TrainConfig, train
 
@@ -53,7 +67,7 @@ SETTINGS = {"pre-trained, fine-tuned": (True, False), "pre-trained, frozen": (Tr
             "no pre-training, fine-tuned": (False, False), "no pre-training, frozen": (False, True)}
 BUDGETS = {"tiny": dict(pretrain=20, finetune=10, docs=100, examples=(32, 0, 32)),      # for tests
            "quick": dict(pretrain=1000, finetune=150, docs=1000, examples=(128, 0, 200)),
-           "full": dict(pretrain=3000, finetune=400, docs=2000, examples=(1000, 0, 400))}
+           "full": dict(pretrain=2000, finetune=300, docs=2000, examples=(1000, 0, 400))}
 MAX_LENGTH = 48            # pre-training instances and task inputs alike, so every position is pre-trained
 LR = 1e-3                  # one fine-tuning learning rate for every setting (a fair race, not a tuned one)
 
@@ -95,10 +109,14 @@ def fine_tune(task: str, data, tok, pretrained: BertForPreTraining | None, *, fr
     return score(model, batches, "test")
 
 
-def majority(task: str, data) -> float:
-    """Accuracy of always answering the test split's most frequent label (or tag)."""
+def majority(task: str, data, tok=None) -> float:
+    """Accuracy of always answering the test split's most frequent label (or tag); for
+    span QA, exact match of always answering the training split's commonest span."""
     if task == "span_qa":
-        return 0.0
+        span = lambda ex: (lambda e: (e["start"], e["end"]))(encode_example("span_qa", ex, tok, MAX_LENGTH))
+        train = [span(ex) for ex in data.train]
+        common = max(set(train), key=train.count)
+        return float(np.mean([span(ex) == common for ex in data.test]))
     if task == "tagging":
         tags = [t for ex in data.test for t in ex["tags"]]
         return max(tags.count(t) for t in set(tags)) / len(tags)
@@ -124,7 +142,10 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
             row[task] = fine_tune(task, data[task], tok, pre if use_pretrained else None, frozen=frozen,
                                   steps=b["finetune"], config=pre.config, seed=seed, progress=progress)
         rows.append(row)
-    return {"rows": rows, "majority": {t: majority(t, data[t]) for t in TASKS}, "budget": budget,
-            "pretrain steps": b["pretrain"], "finetune steps": b["finetune"],
+    floors = {t: majority(t, data[t], tok) for t in TASKS}
+    arms = {setting: {**{t: row[t] for t in TASKS}, "exact match": row["span_qa"]} for setting, row in
+            ((r["setting"], r) for r in rows)}
+    return {"rows": rows, "arms": arms, "floors": {**floors, "baseline": floors["span_qa"]}, "majority": floors,
+            "budget": budget, "pretrain steps": b["pretrain"], "finetune steps": b["finetune"],
             "mlm accuracy": report["mlm_accuracy"], "mlm baseline": report["mlm_baseline"],
             "nsp accuracy": report["sentence_accuracy"]}

@@ -16,8 +16,19 @@ loss) on a *few* labelled court-domain sentiment examples, and tested on held-ou
 ones. Reported per variant: test accuracy, and the general-domain validation loss
 (nats/word) after the pre-training stages: its rise over the ``general`` variant is
 catastrophic forgetting.
+
+Fairness: every stage is one ``train`` call with its own ``TrainConfig``, so each stage
+runs on a fresh warm-up and cosine schedule with fresh Adam moments (the rule of
+``protocol.py``, one phase per call), and every variant gets the same fine-tuning (steps,
+schedule, head initialisation, labelled examples). Variants that share a prefix of
+stages share its training (a copy of the network after "general" starts both "general +
+domain" and "general + task"), which is the same computation done once. Floors: the
+test split's majority class for accuracy, and a unigram model of the general training
+text (add-one) for the general loss.
 """
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
@@ -37,9 +48,9 @@ VARIANTS = {
     "general + task": ("general", "task"),
     "general + domain + task": ("general", "domain", "task"),
 }
-BUDGETS = {"tiny": dict(stage=20, finetune=10, labelled=16, seeds=(0,)),           # seconds: for tests
-           "quick": dict(stage=400, finetune=150, labelled=24, seeds=(0,)),
-           "full": dict(stage=1000, finetune=200, labelled=24, seeds=(0, 1, 2))}
+BUDGETS = {"tiny": dict(stage=20, finetune=10, labelled=16),            # for tests
+           "quick": dict(stage=400, finetune=150, labelled=24),
+           "full": dict(stage=1000, finetune=200, labelled=24)}
 BLOCK, BATCH = 32, 16
 
 
@@ -49,8 +60,15 @@ def _lm(model: GPT, stream: TokenStream, steps: int, seed: int, progress: bool) 
     train(model, stream.get_batch, config)
 
 
-def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
-    """-> {"rows": [{"stages", "test accuracy", "general loss"}], "oracle general loss", ...}."""
+def unigram_loss(train_ids: np.ndarray, val_ids: np.ndarray, vocab_size: int) -> float:
+    """Nats per token of an add-one unigram model of ``train_ids`` on ``val_ids``."""
+    counts = np.bincount(train_ids, minlength=vocab_size) + 1.0
+    return float(-np.log(counts[val_ids] / counts.sum()).mean())
+
+
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = False) -> dict:
+    """-> {"rows": [{"stages", "test accuracy", "general loss"}], "arms": {variant: {"accuracy",
+    "general loss"}}, "floors": {"majority class", "unigram"}, "oracle general loss", ...}."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
     b = BUDGETS[budget]
@@ -65,20 +83,27 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
     streams["task"] = TokenStream(task_ids[:-2000], task_ids[-2000:], BLOCK, BATCH)
     labelled = toy_tasks.sentiment((b["labelled"], 0, 400), seed=seed + 4, lang=court)
     task = TaskBatches("classification", labelled, tok, BLOCK, BATCH)
-    results = {name: [] for name in VARIANTS}
-    for s in b["seeds"]:
-        for name, stages in VARIANTS.items():
-            config = GPTConfig.gpt1(vocab_size=tok.vocab_size, block_size=BLOCK, n_layer=2, n_head=4, d_model=64)
-            body = GPT(config, rng=np.random.default_rng(100 + s))
-            for k, stage in enumerate(stages):
-                _lm(body, streams[stage], b["stage"], seed=10 * s + k, progress=progress)
-            general_loss = evaluate(body, general_val.get_batch, 20, np.random.default_rng(seed))
-            model = GPT1Finetune(body, n_classes=2, rng=np.random.default_rng(200 + s))
-            fine = TrainConfig(steps=b["finetune"], lr=1e-3, min_lr=1e-4, warmup=b["finetune"] // 10,
-                               weight_decay=0.01, eval_every=0, seed=s, progress=progress)
-            train(model, task.get_batch, fine)
-            results[name].append((split_accuracy(model, task, "test"), general_loss))
-    rows = [{"stages": name, "test accuracy": float(np.mean([a for a, _ in r])),
-             "general loss": float(np.mean([g for _, g in r])), "runs": len(r)} for name, r in results.items()]
-    return {"rows": rows, "oracle general loss": oracle, "labelled examples": b["labelled"], "budget": budget,
+    config = GPTConfig.gpt1(vocab_size=tok.vocab_size, block_size=BLOCK, n_layer=2, n_head=4, d_model=64)
+    bodies = {(): GPT(config, rng=np.random.default_rng(100 + seed))}     # stages done -> the network after them
+    rows, arms = [], {}
+    for name, stages in VARIANTS.items():
+        for k in range(len(stages)):
+            if stages[:k + 1] not in bodies:
+                body = copy.deepcopy(bodies[stages[:k]])
+                _lm(body, streams[stages[k]], b["stage"], seed=10 * seed + k, progress=progress)
+                bodies[stages[:k + 1]] = body
+        body = copy.deepcopy(bodies[stages])
+        general_loss = evaluate(body, general_val.get_batch, 20, np.random.default_rng(seed))
+        model = GPT1Finetune(body, n_classes=2, rng=np.random.default_rng(200 + seed))
+        fine = TrainConfig(steps=b["finetune"], lr=1e-3, min_lr=1e-4, warmup=b["finetune"] // 10,
+                           weight_decay=0.01, eval_every=0, seed=seed, progress=progress)
+        train(model, task.get_batch, fine)
+        acc = float(split_accuracy(model, task, "test"))
+        arms[name] = {"accuracy": acc, "general loss": float(general_loss)}
+        rows.append({"stages": name, "test accuracy": acc, "general loss": float(general_loss)})
+    labels = np.array([e["label"] for e in labelled.test])
+    floors = {"majority class": float(np.bincount(labels).max() / len(labels)),
+              "unigram": unigram_loss(streams["general"].splits["train"], general_val.splits["val"], tok.vocab_size)}
+    return {"rows": rows, "arms": arms, "floors": floors, "oracle general loss": oracle,
+            "labelled examples": b["labelled"], "budget": budget,
             "text": words_to_text(court.sample_words(12, np.random.default_rng(seed)))}
