@@ -125,7 +125,7 @@ print({k: round(v / 6000, 3) for k, v in counts.items()})
 for (k, v), w in zip(counts.items(), UNILM_WEIGHTS):
     assert abs(v / 6000 - w) < 0.02
 
-steps = budget.pick(full=600, quick=60)
+steps = budget.pick(full=600, quick=300)
 p = entry.presets["toy"]
 pairs, held = R.reply_pairs(budget.pick(full=4000, quick=800), 0), R.reply_pairs(500, 1000)
 result = train(model, lambda split, r: R.unilm_batch(pairs if split == "train" else held, r, p.batch_size, 0.15),
@@ -256,7 +256,7 @@ pentry = registry.get("prefixlm")
 pp = pentry.presets["toy"]
 stream, val = R.word_stream(budget.pick(full=100_000, quick=20_000), 0), R.word_stream(10_000, 1000)
 plm = pentry.build(rng=np.random.default_rng(0), vocab_size=tok.vocab_size, **pp.model)
-psteps = budget.pick(full=600, quick=60)
+psteps = budget.pick(full=600, quick=300)
 res = train(plm, lambda split, r: R.prefix_batch(stream if split == "train" else val, r, pp.batch_size, 32),
             TrainConfig(**{**pp.train, "steps": psteps, "warmup": psteps // 10, "eval_every": max(psteps // 6, 1)},
                         progress=False))
