@@ -239,45 +239,6 @@ def _masked_lm(args: argparse.Namespace, verb: str):
     return model, folder_tokenizer(args.hf, model)
 
 
-def cmd_claims(args: argparse.Namespace) -> int:
-    """``minipt experiment claims``: the ledger from the committed runs; ``--run NAME``
-    first runs NAME over ``--seeds`` at the budget and commits it to the ledger."""
-    import json
-    from pathlib import Path
-
-    from .experiments import ledger
-    budget = "full" if args.full else args.budget
-    for name in args.run or ():
-        print(f"minipt experiment claims: running {name} ({budget}) over seeds {', '.join(map(str, args.seeds))}")
-        print("written: " + str(ledger.save(ledger.run_seeds(name, budget, args.seeds, progress=True))))
-    rows = ledger.rows()
-    print(ledger.table(rows))
-    print("verdicts: " + ", ".join(f"{v} {n}" for v, n in ledger.counts(rows).items()))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
-        print(f"written: {args.json}")
-    return 0
-
-
-def cmd_experiment(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from .experiments import EXPERIMENTS, get
-    if args.name == "claims":
-        return cmd_claims(args)
-    from .experiments.report import check_folder, table, write
-    module = get(args.name)
-    out = Path(args.out or f"runs/experiment-{args.name}")
-    check_folder(out, overwrite=args.overwrite)                        # before minutes of training
-    budget = "full" if args.full else args.budget
-    print(f"minipt experiment {args.name} ({budget}): {EXPERIMENTS[args.name][1]}")
-    result = module.run(budget, seed=args.seed, progress=True)
-    paths = write(result, out, f"{args.name} ({budget} budget)", overwrite=args.overwrite)
-    print(table(result["rows"]))
-    print("written: " + ", ".join(map(str, paths)))
-    return 0
-
-
 def _number(kind, minimum: float, maximum: float | None = None, *, above: bool = False):
     """An argparse type: ``kind`` (int or float) >= minimum (> minimum with ``above``),
     <= maximum; argparse turns the ValueError into ``argument --flag: invalid ... value``."""
@@ -383,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--similarity", action="store_true", help="print the cosine similarity matrix instead")
     p.set_defaults(func=cmd_embed)
     from .experiments import EXPERIMENTS
-    p = sub.add_parser("experiment", help="run one of the seeds' comparisons (tables and a plot)",
+    from .experiments.commands import cmd_experiment
+    p = sub.add_parser("experiment", help="run one of the papers' comparisons (tables and a plot), or the claims ledger",
                        formatter_class=fmt, description="; ".join(f"{k}: {v[1]}" for k, v in EXPERIMENTS.items()))
     p.add_argument("name", choices=list(EXPERIMENTS) + ["claims"],
                    help="which comparison; `claims`: the ledger of every paper's claim, judged over seeds")

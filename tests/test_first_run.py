@@ -11,7 +11,7 @@ import time
 import pytest
 
 from minipt import kernels
-from minipt.train import progress_bar
+from minipt.progress import progress_bar
 
 
 def test_the_bar_shows_no_eta_before_the_first_step_and_times_from_its_end():
