@@ -109,7 +109,11 @@ def cmd_sample(args: argparse.Namespace) -> int:
                        np.random.default_rng(args.seed))
     for w in caught:
         _note("sample", w.message)
-    print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])) if tok is None else args.prompt + tok.decode(new))
+    if tok is None:
+        print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])))
+    else:
+        sep = tok.separator if tok.separator and not args.prompt.endswith(tok.separator) else ""
+        print(args.prompt + sep + tok.decode(new))
     return 0
 
 
@@ -208,10 +212,19 @@ def _check_run(path, verb: str) -> None:
     from .recipes.char_lm import run_paths
 
     out, ck_path = run_paths(path)
-    if ck_path.is_file():
-        name = load_checkpoint(ck_path).config.get("model")
+    if ck_path.is_file() or (out / "run.json").is_file():     # a counted n-gram run has run.json only
+        name = (load_checkpoint(ck_path).config if ck_path.is_file() else _json_or_empty(out / "run.json")).get("model")
         if isinstance(name, str) and name in {e.name for e in registry.entries()}:
             registry.check_verb(name, verb, out)
+
+
+def _json_or_empty(path) -> dict:
+    import json
+    try:
+        data = json.loads(path.read_text())
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _load_run(path, verb: str):

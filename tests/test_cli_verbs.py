@@ -327,3 +327,32 @@ def test_an_nnlm_run_keeps_its_settings_too(tmp_path, capsys, monkeypatch):
         capsys.readouterr()
         assert main(["train", "nnlm", "--out", str(out), "--resume", *extra]) == 2
         assert said in one_line(capsys.readouterr().err) and snapshot(out) == before
+
+
+def test_an_nnlm_run_samples_words_and_an_ngram_run_says_which_lesson_runs_it(tmp_path, capsys, monkeypatch):
+    """The NNLM's run keeps its words as tokenizer.json (ids equal to the training
+    vocabulary's), so `sample` continues a prompt word by word, a space before the first
+    new word; a counted n-gram run has no checkpoint and `sample` says so in one line."""
+    monkeypatch.setattr(loop, "plot_history", lambda history, path, oracle=None: path.write_bytes(b"\x89PNG") and path)
+    monkeypatch.setitem(registry.get("nnlm").presets, "tiny", Preset(
+        model=dict(order=3, dim=8, hidden=8, direct=True), batch_size=4,
+        train=dict(steps=4, lr=1e-2, warmup=1, eval_every=2, eval_batches=1), data=dict(n_words=3000, block_size=8)))
+    out = tmp_path / "nnlm"
+    assert main(["train", "nnlm", "--preset", "tiny", "--out", str(out)]) == 0
+    from minipt.models.classic.ngram import NGramVocab
+    from minipt.recipes.char_lm import load_trained
+    from minipt.recipes.classic import word_splits
+    model, tok = load_trained(out)
+    vocab = NGramVocab([word_splits(3000, None, 0)[0]])
+    assert tok.vocab_size == len(vocab) == model.spec()["vocab_size"]
+    words = [w for w in vocab.words[3:40] if w != "<nl>"]     # the document end is not typed in a prompt
+    assert tok.encode(" ".join(words)) == vocab.encode(words).tolist()
+    capsys.readouterr()
+    assert main(["sample", "--checkpoint", str(out), "--prompt", "the king", "--max-new-tokens", "6"]) == 0
+    said = capsys.readouterr().out.strip()
+    assert said.startswith("the king ") and len(said.split()) == 2 + 6
+    assert all(w in vocab.index for w in said.split())
+    assert main(["train", "ngram", "--out", str(tmp_path / "ngram")]) == 0
+    capsys.readouterr()
+    assert main(["sample", "--checkpoint", str(tmp_path / "ngram")]) == 2
+    assert "no minipt command runs it (lesson 04_ngram" in one_line(capsys.readouterr().err)

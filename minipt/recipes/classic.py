@@ -65,6 +65,17 @@ def stream_nats(model, val: np.ndarray, first: int) -> float:
     return -model.log_prob(idx, val[None, :]) / len(val)
 
 
+def word_tokenizer(vocab: NGramVocab):
+    """A ``WordTokenizer`` giving every word of ``vocab`` its id there (what ``minipt
+    sample`` reads from a run's ``tokenizer.json``)."""
+    from ..tokenizers.word import WordTokenizer
+    tok = WordTokenizer(specials=vocab.words[:3], unk_token=vocab.UNK)
+    tok._build_vocab(vocab.words[3:])
+    if tok.vocab_size != len(vocab) or tok.token_to_id(vocab.words[-1]) != len(vocab) - 1:
+        raise AssertionError("the word tokenizer's ids differ from the vocabulary's")
+    return tok
+
+
 def _settings(entry, preset: str) -> tuple:
     if preset not in entry.presets:
         raise ValueError(f"unknown preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
@@ -80,7 +91,7 @@ def _write(out_dir: str, report: dict) -> tuple[Path, Path]:
     return out, path
 
 
-LM_FILES = ("run.json", "checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
+LM_FILES = ("run.json", "tokenizer.json", "checkpoint.npz", "metrics.jsonl", "loss.png", "report.json")
 VECTOR_FILES = ("vectors.npz", "report.json")
 
 
@@ -109,6 +120,8 @@ def lm_recipe(entry, preset: str | None = None, *, corpus: str | None = None, st
         from ..data.batching import TokenStream
         from ..train import TrainConfig, train
         model = entry.build(rng=np.random.default_rng(seed), vocab_size=len(vocab), pad_id=nl, **model_kw)
+        word_tokenizer(vocab).save(out / "tokenizer.json")
+        files.append(str(out / "tokenizer.json"))
         stream = TokenStream(train_ids, val_ids, data["block_size"], p.batch_size)
         train_kw = with_steps(train_kw, steps)
         if progress:

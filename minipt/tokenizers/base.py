@@ -34,6 +34,9 @@ class Tokenizer:
     #: where registered special tokens go when the vocabulary is built: ids 0.. (BERT
     #: puts [PAD] at 0) or after the learned tokens (GPT-2's <|endoftext|> is the last id).
     specials_first = True
+    #: what ``decode`` puts between tokens: a continuation is joined to its prompt with it
+    #: (the word tokenizer's "Hi , you !" needs a space before the first new word)
+    separator = ""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -28,6 +28,8 @@ def split_words(text: str, lowercase: bool = False) -> list[str]:
 
 
 class WordTokenizer(Tokenizer):
+    separator = " "
+
     def __init__(self, specials: Iterable[str] = (), unk_token: str = "<unk>",
                  min_count: int = 1, max_size: int | None = None, lowercase: bool = False) -> None:
         super().__init__(specials)
@@ -60,7 +62,7 @@ class WordTokenizer(Tokenizer):
 
     def _decode(self, ids: list[int]) -> str:
         itos = self._itos
-        return " ".join(itos[i] for i in ids)
+        return self.separator.join(itos[i] for i in ids)
 
     def _config(self) -> dict:
         return {"unk_token": self.unk_token, "min_count": self.min_count,

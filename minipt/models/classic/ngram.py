@@ -342,4 +342,4 @@ register(ModelEntry(
     objective="counts (MLE, add-k, interpolated KN, back-off)", build=build, tiny=tiny, lesson="04_ngram", has_backward=False,
     presets={"toy": Preset(model=dict(order=3, smoothing="kn"), train={}, data=dict(n_words=200_000),
                            expected="trigram KN 1.818 nats/word (perplexity 6.16); oracle 1.792 (6.00); < 1 s")},
-    recipe="minipt.recipes.classic.lm_recipe"))
+    recipe="minipt.recipes.classic.lm_recipe", verbs=()))
