@@ -33,8 +33,8 @@ EXPERIMENTS = {   # name -> (module, what it compares)
     "bert-variants": ("minipt.experiments.bert_variants",
                       "RoBERTa's static vs dynamic masking and NSP ablation, ALBERT's NSP vs SOP, ELECTRA vs BERT"),
     "bart-noises": ("minipt.experiments.bart_noises",
-                    "BART's five noises (and none, infilling+permutation) and MASS's k = 1, m/2, m, "
-                    "fine-tuned on toy summarisation at equal compute"),
+                    "BART's masking, deletion and infilling and MASS's k = 1, m/2, m at equal pre-training "
+                    "compute, fine-tuned on 100 toy summarisation pairs, against no pre-training"),
     "architectures": ("minipt.experiments.architectures",
                       "encoder-decoder, shared encoder-decoder, decoder-only LM, prefix LM, encoder-only"),
     "objectives": ("minipt.experiments.objectives",

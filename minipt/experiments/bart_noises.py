@@ -2,26 +2,33 @@
 lengths, compared on one downstream task at equal compute.
 
 BART (Lewis et al. 2020, Sec. 4 and Table 1) pre-trains one model per noise and fine-
-tunes each on the same tasks: text infilling is the strongest single noise, and
-infilling + sentence permutation the best combination. MASS (Song et al. 2019, Sec. 4.4,
-Fig. 3) varies the fragment length k from 1 (BERT-like) to m (GPT-like) and finds the
-middle (about m/2) best. Here, at toy scale, on the texts of the toy language
-(``recipes/bart_mass.py``: the toy tasks' inputs, 1-3 sentences):
+tunes each on the same tasks: text infilling is the strongest single noise. MASS (Song
+et al. 2019, Sec. 4.4, Fig. 3) varies the fragment length k from 1 (BERT-like) to m
+(GPT-like) and finds the middle (k = m/2) best. Here, at toy scale, on the texts of the
+toy language (``recipes/bart_mass.py``: the toy tasks' training inputs, 1-3 sentences):
 
-1. one BART per noise of ``recipes.bart_mass.NOISE_NAMES`` (the five noises, the
-   identity ``none``, and ``infilling+permutation``) and one MASS per fragment length
-   (k = 1, m/2, m) pre-train for ``pretrain`` steps; a ``no pre-training`` row starts
-   fine-tuning from the initial weights;
-2. each model is fine-tuned for ``finetune`` steps on the toy summarisation task
-   (``summarize: <2-3 sentences>`` -> the sentences without adjectives and place
-   phrases, ``data/toy_text_tasks.compression``), every model with the same data, batch
-   size, steps and learning rate, on a fresh schedule and optimiser state
-   (``experiments/protocol.py``), the same initial weights (seed) for every variant;
-3. reported on held-out pairs: the teacher-forced test loss (nats per target token) and
-   the exact match of greedy outputs, plus the last pre-training loss.
+1. one BART per noise of ``NOISES`` (token masking, token deletion, text infilling;
+   sentence permutation and document rotation are left out: the toy texts' sentences
+   are drawn independently, so their order holds nothing to learn) and one MASS per
+   fragment length of ``MASS_K`` pre-train on the same texts; a ``no pre-training`` arm
+   starts fine-tuning from the same initial weights (the floor: pre-training that does
+   not beat it taught nothing);
+2. each model is fine-tuned on the toy summarisation task (``summarize: <2-3
+   sentences>`` -> the sentences without adjectives and place phrases,
+   ``data/toy_text_tasks.compression``) from a few pairs (``pairs``, few beside the
+   thousands of pre-training texts: the regime in which pre-training can help), every
+   model with the same pairs, batch size, steps and learning rate, on a fresh schedule
+   and optimiser state (``experiments/protocol.py``), from the same initial weights;
+3. scored on held-out pairs: the teacher-forced test loss (each test pair's nats per
+   target token, averaged over pairs; ``items`` keeps the per-pair values) and the exact
+   match of greedy outputs.
 
-Whichever way it comes out is what the table says; the toy language is small and the
-budget short, so read differences below a few hundredths of a nat with care (one seed).
+**Equal compute** (``protocol.py``): every pre-trained arm reads the same number of
+pre-training texts (steps x batch). Between BART's noises the decoder rebuilds the same
+whole text, so each step costs the same up to the encoder's shorter input under
+deletion; between MASS's fragment lengths both sides hold all m positions, so each step
+costs the same and only the number of predicted tokens differs (k per text), as in the
+paper. The two families are not compared with each other.
 """
 from __future__ import annotations
 
@@ -33,90 +40,103 @@ from ..inference.seq2seq_decoding import greedy
 from ..models.protocol import IGNORE
 from ..models.seq2seq.bart import Bart, BartConfig
 from ..models.seq2seq.mass import MASS, MASSConfig
-from ..recipes.bart_mass import (
-    NOISE_NAMES,
-    denoising_batch,
-    mass_pretrain_batch,
-    pretraining_texts,
-)
+from ..recipes.bart_mass import denoising_batch, mass_pretrain_batch, pretraining_texts
 from ..tokenizers.special import EOS, MASK, PAD
 from .protocol import Budget, pretrain_then_finetune
 
-MASS_K = {"k = 1 (BERT-like)": 0.0, "k = m/2": 0.5, "k = m (GPT-like)": 1.0}
-BUDGETS = {"tiny": dict(pretrain=3, finetune=3, sizes=(40, 10, 10), d_model=16, batch=8),        # for tests
-           "quick": dict(pretrain=150, finetune=150, sizes=(600, 50, 100), d_model=32, batch=16),
-           "full": dict(pretrain=600, finetune=400, sizes=(2000, 100, 200), d_model=48, batch=16)}
+NOISES = ("masking", "deletion", "infilling")                           # BART arms, named as the noises
+MASS_K = {"MASS k = 1": 0.0, "MASS k = m/2": 0.5, "MASS k = m": 1.0}     # fragment share of each text
+SCRATCH = "no pre-training"
+BUDGETS = {"tiny": dict(pretrain=3, finetune=3, sizes=(40, 10, 10), pairs=20, d_model=16),        # for tests
+           "quick": dict(pretrain=300, finetune=150, sizes=(1000, 10, 100), pairs=100, d_model=32),
+           "full": dict(pretrain=800, finetune=300, sizes=(2000, 10, 300), pairs=100, d_model=48)}
+BATCH = 16
 MAX_SOURCE, MAX_TARGET = 48, 24
 SETTINGS = dict(lr=2e-3, min_lr=2e-4, weight_decay=0.01, eval_every=0)   # each phase, on its own schedule
 
 
-def _variants() -> list[tuple[str, str, object]]:
-    """(row name, kind, setting): BART noises, MASS fragments, no pre-training."""
-    rows = [(f"BART {n}", "bart", n) for n in NOISE_NAMES]
-    rows += [(f"MASS {name}", "mass", f) for name, f in MASS_K.items()]
-    return rows + [("no pre-training", "none", None)]
+def arm_names() -> list[str]:
+    """Every arm in the order run: BART's noises, MASS's fragment lengths, no pre-training."""
+    return [*NOISES, *MASS_K, SCRATCH]
 
 
-def _model(kind: str, tok, b: dict, seed: int):
+def _model(kind: str, tok, d_model: int, seed: int):
     common = dict(vocab_size=tok.vocab_size, max_positions=MAX_SOURCE, encoder_layers=2, decoder_layers=2, n_head=4,
-                  d_model=b["d_model"], pad_id=tok.token_to_id(PAD), eos_id=tok.token_to_id(EOS))
-    rng = np.random.default_rng(seed)
+                  d_model=d_model, dropout=0.1, pad_id=tok.token_to_id(PAD), eos_id=tok.token_to_id(EOS))
+    rng = np.random.default_rng(seed)                                       # the same initial weights per arm
     if kind == "mass":
         return MASS(MASSConfig(**common, mask_id=tok.token_to_id(MASK)), rng=rng)
     return Bart(BartConfig(**common, decoder_start_id=tok.token_to_id(EOS)), rng=rng)
 
 
-def _finetune_batches(tok, pairs: dict, start: int, batch: int):
+def _finetune_batches(tok, pairs: list[dict], start: int):
     def get(split, rng):
-        rows = pairs[split]
-        chosen = [rows[i] for i in rng.integers(0, len(rows), batch)]
+        chosen = [pairs[i] for i in rng.integers(0, len(pairs), BATCH)]
         src, tin, tgt = t2t.encode_pairs(tok, chosen, MAX_SOURCE, MAX_TARGET)
         tin[:, 0] = start
         return src, tin, tgt
     return get
 
 
-def evaluate(model, tok, test: list[dict], start: int) -> tuple[float, float]:
-    """(teacher-forced nats per target token, greedy exact match) on ``test`` pairs."""
+def pair_losses(model, src: np.ndarray, target_in: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Teacher-forced nats per target token of each pair: (B,) from src (B, S), target_in
+    and targets (B, T) (IGNORE off the target)."""
+    with eval_mode(model):
+        _, logits = model(src, target_in)                                   # (B, T, V)
+    z = logits.astype(np.float64)
+    logp = z - z.max(-1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))                     # (B, T, V) log-softmax
+    real = targets != IGNORE                                                # (B, T)
+    picked = np.take_along_axis(logp, np.where(real, targets, 0)[..., None], -1)[..., 0]   # (B, T)
+    return -(picked * real).sum(1) / real.sum(1)
+
+
+def evaluate(model, tok, test: list[dict], start: int) -> dict[str, np.ndarray]:
+    """Per test pair: {"test loss": nats per target token, "exact match": 1.0 or 0.0}."""
     src, tin, tgt = t2t.encode_pairs(tok, test, MAX_SOURCE, MAX_TARGET)
     tin[:, 0] = start
-    with eval_mode(model):
-        loss, _ = model(src, tin, tgt)
     outs = greedy(model, src, start_id=start, eos_id=tok.token_to_id(EOS), max_new_tokens=MAX_TARGET)
-    exact = t2t.score("summarize", [t2t.answer_text(tok, o) for o in outs], [e["target"] for e in test])
-    return float(loss), exact
+    exact = [t2t.score("summarize", [t2t.answer_text(tok, o)], [e["target"]]) for o, e in zip(outs, test)]
+    return {"test loss": pair_losses(model, src, tin, tgt), "exact match": np.array(exact)}
+
+
+def _pretraining(kind: str, setting, tok, texts: list[str]):
+    if kind == "bart":
+        return lambda split, rng: denoising_batch(tok, texts, BATCH, rng, setting)
+    if kind == "mass":
+        return lambda split, rng: mass_pretrain_batch(tok, texts, BATCH, rng, setting)
+    return None
 
 
 def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
-    """-> {"rows": [{"model", "objective", "pre-training loss", "test loss", "exact match"}], ...}."""
+    """-> {"rows": [{"arm", "objective", "pre-training loss", "test loss", "exact match"}],
+    "arms": {arm: {"test loss", "exact match"}}, "floors": {"no pre-training"}, "items", ...}."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
     b = BUDGETS[budget]
     data = t2t.text_to_text(b["sizes"], seed=seed)
     tok = t2t.build_tokenizer(data, (MASK,))
     texts = pretraining_texts(data, "train")
-    pairs = {s: data["summarize"][s] for s in ("train", "val", "test")}
-    rows = []
-    for name, kind, setting in _variants():
-        model = _model(kind, tok, b, seed)
+    finetune, test = data["summarize"]["train"][:b["pairs"]], data["summarize"]["test"]
+    kinds = [("bart", n) for n in NOISES] + [("mass", f) for f in MASS_K.values()] + [("none", None)]
+    rows, arms, items, curves = [], {}, {}, {}
+    for name, (kind, setting) in zip(arm_names(), kinds):
+        model = _model(kind, tok, b["d_model"], seed)
         start = tok.token_to_id(MASK if kind == "mass" else EOS)
-        make = None
-        if kind == "bart":
-            make = lambda s, r, n=setting: denoising_batch(tok, texts, b["batch"], r, n)
-        elif kind == "mass":
-            make = lambda s, r, f=setting: mass_pretrain_batch(tok, texts, b["batch"], r, f)
-        budget = Budget(b["pretrain"] if make else 0, b["finetune"], b["batch"])
-        result = pretrain_then_finetune(model, make, _finetune_batches(tok, pairs, start, b["batch"]), budget,
+        make = _pretraining(kind, setting, tok, texts)
+        steps = Budget(b["pretrain"] if make else 0, b["finetune"], BATCH)
+        result = pretrain_then_finetune(model, make, _finetune_batches(tok, finetune, start), steps,
                                         {**SETTINGS, "warmup": b["finetune"] // 10}, seed=seed, progress=progress)
-        pre_loss = result.history[budget.pretrain_steps - 1]["loss"] if make else None
-        loss, exact = evaluate(model, tok, pairs["test"], start)
-        rows.append({"model": name, "objective": "MASS" if kind == "mass" else ("BART" if kind == "bart" else "-"),
-                     "pre-training loss": pre_loss if pre_loss is not None else float("nan"),
-                     "test loss": loss, "exact match": exact})
+        curves[name] = [float(h["loss"]) for h in result.history]
+        items[name] = {k: v.tolist() for k, v in evaluate(model, tok, test, start).items()}
+        arms[name] = {k: float(np.mean(v)) for k, v in items[name].items()}
+        pre = curves[name][steps.pretrain_steps - 1] if make else float("nan")
+        rows.append({"arm": name, "objective": kind.upper() if make else "-", "pre-training loss": pre, **arms[name]})
         if progress:
-            print(f"{name}: test loss {loss:.3f} nats/token, exact match {exact:.3f}")
-    n_targets = sum(int((t2t.encode_pairs(tok, [e], MAX_SOURCE, MAX_TARGET)[2] != IGNORE).sum())
-                    for e in pairs["test"])
-    return {"rows": rows, "budget": budget, "downstream": "summarize (toy compression)",
-            "test pairs": len(pairs["test"]), "test target tokens": n_targets,
-            "pretrain steps": b["pretrain"], "finetune steps": b["finetune"], "batch": b["batch"]}
+            print(f"{name}: test loss {arms[name]['test loss']:.3f} nats/token, "
+                  f"exact match {arms[name]['exact match']:.3f}")
+    return {"rows": rows, "arms": arms, "floors": {SCRATCH: arms[SCRATCH]["test loss"]}, "items": items,
+            "curves": curves, "downstream": "summarize (toy compression)", "fine-tuning pairs": len(finetune),
+            "pre-training texts": len(texts), "test pairs": len(test), "pretrain steps": b["pretrain"],
+            "finetune steps": b["finetune"], "batch": BATCH,
+            "equal compute": f"{b['pretrain'] * BATCH} pre-training texts per arm ({b['pretrain']} steps x {BATCH})"}

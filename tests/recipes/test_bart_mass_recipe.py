@@ -1,5 +1,5 @@
 """recipes/bart_mass.py: the pre-training batches of ``minipt train bart|mass`` (each noise,
-MASS's fragments), what the run refuses; experiments/bart_noises.py at the tiny budget."""
+MASS's fragments), what the run refuses (experiments/bart_noises.py: tests/test_bart_noises_experiment.py)."""
 from collections import Counter
 
 import numpy as np
@@ -69,14 +69,3 @@ def test_bad_settings_are_refused(toy, tmp_path):
     (tmp_path / "r" / "report.json").write_text("{}")
     with pytest.raises(FileExistsError):
         registry.get("mass").recipe(registry.get("mass"), out_dir=str(tmp_path / "r"), progress=False)
-
-
-@pytest.mark.slow
-def test_the_noise_experiment_runs_every_variant():
-    from minipt.experiments import bart_noises
-    out = bart_noises.run("tiny", progress=False)
-    names = [r["model"] for r in out["rows"]]
-    assert names == [f"BART {n}" for n in NOISE_NAMES] + ["MASS k = 1 (BERT-like)", "MASS k = m/2",
-                                                          "MASS k = m (GPT-like)", "no pre-training"]
-    assert all(np.isfinite(r["test loss"]) and 0.0 <= r["exact match"] <= 1.0 for r in out["rows"])
-    assert np.isnan(out["rows"][-1]["pre-training loss"])
