@@ -37,6 +37,7 @@
 
 # %%
 import copy
+import textwrap
 import time
 
 import matplotlib.pyplot as plt
@@ -275,7 +276,7 @@ for x, arm in enumerate(arms):
     ax.bar(x, acc[arm].mean(), yerr=acc[arm].std(ddof=1), capsize=5, color=f"C{x}", alpha=0.8)
     ax.plot([x] * len(acc[arm]), acc[arm], "k.", label="one seed" if x == 0 else None)
 ax.axhline(0.25, color="grey", ls=":", label="chance (one ending in four)")
-ax.set_xticks(range(len(arms)), [a.replace(", ", ",\n") for a in arms], fontsize=8)
+ax.set_xticks(range(len(arms)), [textwrap.fill(a, 18) for a in arms], fontsize=8)
 ax.set_ylabel("multiple-choice test accuracy"); ax.set_ylim(0, 1.05)
 ax.set_title(f"GPT-1's claims, {len(record['runs'])} seeds (mean ± sd)"); ax.legend(fontsize=8, loc="lower right")
 plt.show()
