@@ -150,7 +150,13 @@ print(f"pre-training: validation {pretrain.val_loss:.3f} nats/word, the toy lang
 for step, acc in curve:
     print(f"step {step:>4}: zero-shot multiple choice {acc:.2f}")
 
-fig, ax = plt.subplots(figsize=(4.5, 3))
+fig, (ax0, ax) = plt.subplots(1, 2, figsize=(10, 3.2))
+ax0.plot([h["step"] for h in pretrain.history], [h["loss"] for h in pretrain.history], lw=0.7, label="train")
+ev = [(h["step"], h["val_loss"]) for h in pretrain.history if h.get("val_loss") is not None]
+ax0.plot(*zip(*ev), "o", label="validation")
+ax0.axhline(oracle, color="k", ls="--", label="the language's entropy")
+ax0.set_xlabel("pre-training step"); ax0.set_ylabel("nats / word"); ax0.legend(fontsize=8)
+ax0.set_title("Pre-training loss")
 ax.plot(*zip(*curve), "o-")
 ax.axhline(0.25, color="grey", ls=":", label="chance")
 ax.set_xlabel("pre-training step"); ax.set_ylabel("zero-shot accuracy"); ax.set_ylim(0, 1.05); ax.legend()
