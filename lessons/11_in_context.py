@@ -103,6 +103,13 @@ run = train(gpt2, web_stream.get_batch, TrainConfig(steps=(n := budget.pick(full
                                                    eval_batches=5, seed=SEED, progress=False))
 print(f"validation loss {run.val_loss:.3f} nats/token ({run.seconds:.0f} s)")
 
+plt.figure(figsize=(5, 3))
+plt.plot([h["step"] for h in run.history], [h["loss"] for h in run.history], lw=0.7, label="train")
+plt.plot(*zip(*[(h["step"], h["val_loss"]) for h in run.history if h.get("val_loss") is not None]), "o-",
+         label="validation")
+plt.xlabel("step"); plt.ylabel("nats / token"); plt.title("GPT-2 pre-training on the toy web"); plt.legend()
+plt.show()
+
 # %% [markdown]
 # ## 3. Zero-shot translation: the prompt is the sentence and `=`
 # Greedy decoding until the newline. We count exact translations and the share of
@@ -214,15 +221,24 @@ assert longest <= 81 <= 84
 # same data and 1000 steps each (600 at the quick budget).
 
 # %%
-models = {}
+models, histories = {}, {}
 for d in (16, 48, 96):
     cfg = GPTConfig.gpt3(vocab_size=tok.vocab_size, block_size=84, n_layer=2, n_head=4, d_model=d)
     models[d] = GPT(cfg, rng=np.random.default_rng(SEED + d))
     r = train(models[d], icl_stream.get_batch, TrainConfig(steps=(n := budget.pick(full=1000, quick=600)), lr=6e-3,
                                                          min_lr=6e-4, warmup=n // 10, eval_every=n, eval_batches=5,
                                                          seed=SEED, progress=False))
+    histories[d] = r.history
     print(f"d {d}: {models[d].num_parameters():,} parameters, sparse window {cfg.sparse_window}, "
           f"validation loss {r.val_loss:.3f} ({r.seconds:.0f} s)")
+
+plt.figure(figsize=(5, 3))
+for d, hist in histories.items():
+    line, = plt.plot([h["step"] for h in hist], [h["loss"] for h in hist], lw=0.7, label=f"d {d}, train")
+    plt.plot(*zip(*[(h["step"], h["val_loss"]) for h in hist if h.get("val_loss") is not None]), "o",
+             color=line.get_color(), label=f"d {d}, validation")
+plt.xlabel("step"); plt.ylabel("nats / token"); plt.title("GPT-3 pre-training on lists of examples")
+plt.legend(fontsize=8); plt.show()
 
 # %% [markdown]
 # ## 7. Accuracy against K, with no gradient step

@@ -292,9 +292,11 @@ fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
 for name, run in runs.items():
     loss = np.array([h["loss"] for h in run["history"]])
     smooth = np.convolve(loss, np.ones(10) / 10, mode="valid")
-    ax1.plot(np.arange(10, len(loss) + 1), smooth, lw=1, label=name)
+    line, = ax1.plot(np.arange(10, len(loss) + 1), smooth, lw=1, label=name)
+    ev = [(h["step"], h["val_loss"]) for h in run["history"] if h.get("val_loss") is not None]
+    ax1.plot(*zip(*ev), "o", ms=3, color=line.get_color())
 ax1.axhline(oracle, color="k", ls="--", lw=0.8, label="oracle")
-ax1.set_xlabel("step"); ax1.set_ylabel("train loss, nats/char (10-step mean)"); ax1.legend(fontsize=7)
+ax1.set_xlabel("step"); ax1.set_ylabel("nats/char (dots: validation)"); ax1.legend(fontsize=7)
 ax1.set_title("Training loss at equal parameter count")
 names = list(runs)
 ax2.barh(names, [runs[n]["val"] for n in names], color="tab:blue")
