@@ -23,7 +23,10 @@
 # The output layer reuses the token embedding $W_e$ (weight tying), so its gradient has
 # two sources: the lookup at the bottom and the projection at the top. GPT-2 moved
 # LayerNorm to the input of each sub-block, added a final LayerNorm and scaled the
-# residual projections' initialisation by $1/\sqrt{2N}$. This lesson assembles both from
+# residual projections' initialisation by $1/\sqrt{2N}$.
+
+# %% [markdown]
+# This lesson assembles both from
 # `minipt.models.decoder.gpt`, checks the whole model's gradient (tied weights included), trains
 # a small one on the toy language, samples from it and looks at its attention.
 #
@@ -69,6 +72,8 @@ idx = np.random.default_rng(1).integers(0, 11, (2, 6))
 targets = np.roll(idx, -1, axis=1)
 result = check_module(model64, idx, targets, select=lambda out: out[0], max_checks=8)
 print(f"worst relative error {result.max_error():.1e} in {result.worst.name}")
+
+# %% tags=["checks"]
 assert result.passed and "wte.weight" in [a.name for a in result.arrays]
 
 # %% [markdown]
@@ -105,7 +110,7 @@ plt.figure(figsize=(5, 3))
 plt.plot(steps, [h["loss"] for h in result.history], lw=0.8, label="train")
 plt.plot(*zip(*[(h["step"], h["val_loss"]) for h in result.history if "val_loss" in h]), "o-", label="validation")
 plt.axhline(oracle, color="k", ls="--", label="oracle loss of the validation text")
-plt.xlabel("step"); plt.ylabel("nats / char"); plt.legend(); plt.show()
+plt.xlabel("step"); plt.ylabel("nats / char"); plt.title("GPT-2 on the toy language"); plt.legend(); plt.show()
 
 # %% tags=["checks"]
 assert oracle < result.val_loss < unigram < np.log(tok.vocab_size)       # both budgets: context is being used
@@ -113,14 +118,14 @@ budget.stated("the oracle loss of this validation text", oracle, "0.427")
 budget.stated("unigram entropy", unigram, "2.773")
 budget.stated("validation loss at step 150", val.get(150, np.nan), "1.742")
 budget.stated("validation loss at step 300", val.get(300, np.nan), "1.260")
-budget.stated("final validation loss", result.val_loss, "0.501")
-budget.stated("gap to the oracle loss", result.val_loss - oracle, "0.074")
+budget.stated("final validation loss", result.val_loss, "0.500")
+_ = budget.stated("gap to the oracle loss", result.val_loss - oracle, "0.074")
 
 # %% [markdown]
 # At the full budget the validation loss is already below the unigram entropy (2.773) after
 # 150 steps, at 1.742, but after 300 it is still 1.260, three times the oracle loss: a run
 # of a few hundred steps is still far from what the language allows.
-# Then attention learns to use the context, and after 1500 steps the loss is 0.501, 0.074
+# Then attention learns to use the context, and after 1500 steps the loss is 0.500, 0.074
 # nats above the oracle loss of this validation text, 0.427 (the best any model can do on
 # it: the language's own probability of the text, by the forward algorithm). The remaining gap is what 2 layers of
 # width 48 with 48 characters of context leave at this budget (exercise 4).
@@ -150,12 +155,18 @@ for block in model.h.blocks[:-1]:
 last = model.h.blocks[-1]                                     # pre-LN: attention reads ln_1(x)
 last.attn(last.ln_1(x), causal=True, return_weights=True)
 weights = last.attn.last_weights[0]                           # (H, T, T)
-fig, axes = plt.subplots(1, weights.shape[0], figsize=(3 * weights.shape[0], 3))
+fig, axes = plt.subplots(1, weights.shape[0], figsize=(3.2 * weights.shape[0], 3.4))
 for h, ax in enumerate(axes):
-    ax.imshow(weights[h], cmap="viridis")
+    im = ax.imshow(weights[h], cmap="viridis", vmin=0, vmax=1)
     ax.set_title(f"head {h}"); ax.set_xticks(range(len(text))); ax.set_xticklabels(list(text), fontsize=6)
-    ax.set_yticks([])
-plt.tight_layout(); plt.show()
+    ax.set_yticks(range(len(text))); ax.set_yticklabels(list(text), fontsize=6)
+    ax.set_xlabel("key (character read)")
+axes[0].set_ylabel("query (predicting the next character)")
+fig.colorbar(im, ax=axes, label="attention weight", shrink=0.8)
+fig.suptitle("Last layer's attention on one sentence")
+plt.show()
+
+# %% tags=["checks"]
 assert np.allclose(np.triu(weights, 1), 0)
 
 # %% [markdown]
@@ -163,10 +174,58 @@ assert np.allclose(np.triu(weights, 1), 0)
 # backward is the blocks' backward in reverse plus two contributions to `wte`. The
 # toy language's exact oracle loss tells how far a trained model is from perfect: a run of
 # 300 steps is far from it (1.260 against 0.427), a run of 1500 steps within 0.074 nats.
-#
-# **Exercises.** (1) Train `GPTConfig.gpt1` with the same budget: which placement of
-# LayerNorm trains faster here? (2) Untie the output layer (`tie_embeddings=False`):
-# how many parameters does it add, and does validation loss change? (3) Evaluate only
-# positions with at least 16 characters of context: how much of the gap to the oracle
-# is the short context at the start of each window? (4) Double the steps, then the width:
-# which closes more of the remaining gap per second of training?
+
+# %% [markdown]
+# ## Exercises
+# 1. Untie the output layer (`tie_embeddings=False`): how many parameters does it add,
+#    and why exactly that many?
+# 2. The first characters of each validation window have almost no context. Compute the
+#    trained model's loss per position in the window: how much of the gap to the oracle
+#    is the short context at the start?
+# 3. Sample 200 characters at temperature 0.3 and at 1.5: which share of the generated
+#    words are words of the training text?
+
+# %% [markdown]
+# ## Solutions
+# **1.** Untied, the head gets its own $V \times C$ matrix: the count grows by exactly
+# $V \cdot C$, the size of `wte`.
+
+# %%
+untied = GPT(GPTConfig.gpt2(**{**small, "tie_embeddings": False}), rng=np.random.default_rng(0))
+tied = GPT(GPTConfig.gpt2(**small), rng=np.random.default_rng(0))
+print(f"untied {untied.num_parameters():,} - tied {tied.num_parameters():,} = "
+      f"{untied.num_parameters() - tied.num_parameters():,} = V x C = {small['vocab_size'] * small['d_model']}")
+
+# %% [markdown]
+# **2.** One forward over non-overlapping validation windows gives the loss at each
+# position; the first few positions carry most of the excess.
+
+# %%
+val_ids = tok.encode_array(val_text)
+n = (len(val_ids) - 1) // 48
+xs = np.stack([val_ids[i * 48:(i + 1) * 48] for i in range(n)])              # (N, 48)
+ys = np.stack([val_ids[i * 48 + 1:(i + 1) * 48 + 1] for i in range(n)])
+model.eval()
+_, logits = model(xs)                                                        # (N, 48, V)
+logits = logits - logits.max(-1, keepdims=True)
+nll = np.log(np.exp(logits).sum(-1)) - np.take_along_axis(logits, ys[..., None], -1)[..., 0]
+per_position = nll.mean(0)                                                   # (48,)
+print(f"all positions {per_position.mean():.3f}, positions 16-47 {per_position[16:].mean():.3f}, "
+      f"position 0 {per_position[0]:.3f}; oracle {oracle:.3f} nats/char")
+
+plt.figure(figsize=(5, 3))
+plt.plot(per_position, "o-", ms=3, label="trained GPT-2")
+plt.axhline(oracle, color="k", ls="--", label="oracle loss of the whole text")
+plt.xlabel("position in the window (characters of context)"); plt.ylabel("validation nats / char")
+plt.title("Loss by amount of context"); plt.legend(); plt.show()
+
+# %% [markdown]
+# **3.** Low temperature sharpens the distribution towards the words it knows best; high
+# temperature flattens it and invents words.
+
+# %%
+words = set(train_text.split())
+for temperature in (0.3, 1.5):
+    out = tok.decode(generate(model, tok.encode_array("the "), SamplingConfig(200, temperature=temperature),
+                              np.random.default_rng(1))).split()
+    print(f"temperature {temperature}: {np.mean([w in words for w in out]):.0%} of {len(out)} words are known")

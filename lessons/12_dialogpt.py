@@ -21,14 +21,18 @@
 #
 # $$p(T \mid S) = \prod_{n=m+1}^{N} p(x_n \mid x_1, \dots, x_{n-1}),$$
 #
-# so the loss counts the response tokens only. A model trained this way likes *bland*
+# so the loss counts the response tokens only.
+
+# %% [markdown]
+# A model trained this way likes *bland*
 # replies ("i see .", "ok ."): they are frequent and short, so they are probable after
 # any history. DialoGPT's fix is maximum mutual information (MMI, Li et al. 2016): sample
 # $K$ candidates with top-$k$ sampling, then keep the one that maximises
 # $\log P(S \mid T)$ under a **backward** model trained on the response followed by the
 # history turns in reverse order. A bland reply says nothing about the history; a reply
 # that picks up its topic makes the history predictable.
-#
+
+# %% [markdown]
 # The toy dialogue data (`minipt.data.toy_text_tasks.dialogue`) has a known truth: after
 # a normal turn, a reply is bland with probability 0.4, and otherwise its subject is the
 # previous turn's subject noun ("the old king sleeps ." -> "the king finds his gold .").
@@ -45,6 +49,7 @@ from minipt import lesson_budget as budget
 from minipt.data.toy_grammar import STATES, SUBJECT_STATES
 from minipt.data.toy_text_tasks import BLAND, dialogue
 from minipt.data.toy_words import PAD, word_tokenizer
+from minipt.experiments import ledger
 from minipt.models.decoder.dialogpt import distinct_n, mmi_rerank, sample_candidates
 from minipt.models.decoder.gpt import GPT, GPTConfig
 from minipt.objectives.common import IGNORE
@@ -72,6 +77,8 @@ for e in data.train[:3]:
     print(" | ".join(e["turns"]))
 after_normal = [b for e in data.train for prev, b in zip(e["bland"], e["bland"][1:]) if not prev]
 print(f"\nbland replies after a normal turn: {np.mean(after_normal):.2f} (the generator's rate: 0.40)")
+
+# %% tags=["checks"]
 assert abs(np.mean(after_normal) - 0.4) < 0.03                  # about 2,000 such replies: a standard error of 0.01
 
 # %% [markdown]
@@ -102,6 +109,8 @@ model64 = GPT(small, rng=np.random.default_rng(0)).to(np.float64)
 x, y = pad_batch([forward_example(ids[:2], ids[2], EOT), backward_example(ids[:1], ids[1], EOT)], PAD_ID)
 check = check_module(model64, x, y, select=lambda out: out[0], max_checks=6)
 print(f"targets counted {np.sum(y != IGNORE)} of {y.size}; worst relative error {check.max_error():.1e}")
+
+# %% tags=["checks"]
 assert check.passed
 
 # %% [markdown]
@@ -125,10 +134,14 @@ for seed, direction in enumerate(("forward", "backward")):
     print(f"{direction}: validation {runs[direction].val_loss:.3f} nats per target token "
           f"({runs[direction].seconds:.0f} s)")
 
-fig, ax = plt.subplots(figsize=(5, 3))
-for direction, run in runs.items():
-    ax.plot([h["step"] for h in run.history], [h["loss"] for h in run.history], lw=0.8, label=direction)
-ax.set_xlabel("step"); ax.set_ylabel("train loss (nats / target token)"); ax.legend(); plt.show()
+fig, ax = plt.subplots(figsize=(5.5, 3.2))
+for (direction, run), colour in zip(runs.items(), ("C0", "C1")):
+    ax.plot([h["step"] for h in run.history], [h["loss"] for h in run.history], lw=0.8, color=colour,
+            label=f"{direction}, train")
+    ev = [(h["step"], h["val_loss"]) for h in run.history if h.get("val_loss") is not None]
+    ax.plot(*zip(*ev), "o--", color=colour, label=f"{direction}, validation")
+ax.set_xlabel("step"); ax.set_ylabel("nats / target token"); ax.set_title("The forward and the backward model")
+ax.legend(fontsize=8); plt.show()
 
 # %% [markdown]
 # ## 5. Candidates for one held-out history
@@ -168,7 +181,8 @@ print(f"spread of the scores over the candidates: log P(T|S) {spread['forward']:
 # - **sample**: the first top-$k$ sample (no re-ranking);
 # - **MLE**: the candidate with the highest $\log P(T \mid S)$;
 # - **MMI**: the candidate with the highest $\log P(S \mid T)$.
-#
+
+# %% [markdown]
 # Measures: bland fraction; distinct-1 and distinct-2 (distinct n-grams / all n-grams
 # over the 200 replies, Li et al. 2016); subject pick-up (the reply's subject is the last
 # history turn's subject).
@@ -204,10 +218,12 @@ print(f"{'':<8}" + "".join(f"{c:>12}" for c in cols))
 for name, row in table.items():
     print(f"{name:<8}" + "".join(f"{row[c]:>12.3f}" for c in cols))
 
-fig, axes = plt.subplots(1, 4, figsize=(11, 2.8))
+fig, axes = plt.subplots(1, 4, figsize=(11, 3))
 for ax, c in zip(axes, cols[:4]):
     ax.bar(list(table), [table[n][c] for n in table], color=["grey", "tab:blue", "tab:orange", "tab:green"])
-    ax.set_title(c)
+    ax.set_title(c); ax.set_xlabel("replier")
+axes[0].set_ylabel("share over 200 histories")
+fig.suptitle("Four ways to answer 200 held-out histories (one seed)")
 plt.tight_layout(); plt.show()
 
 # %% [markdown]
@@ -230,7 +246,7 @@ budget.stated("bland, MMI", table["MMI"]["bland"], "0.085")
 budget.stated("bland, MLE", table["MLE"]["bland"], "1.000")
 budget.stated("pick-up, MMI", table["MMI"]["pick-up"], "0.690")
 budget.stated("pick-up, sample", table["sample"]["pick-up"], "0.250")
-budget.stated("distinct words in the dialogues", len({w for e in data.train for t in e["turns"] for w in t.split()}),
+_ = budget.stated("distinct words in the dialogues", len({w for e in data.train for t in e["turns"] for w in t.split()}),
               "83")
 
 # %% [markdown]
@@ -246,22 +262,78 @@ lams = [0.0, 0.25, 0.5, 1.0, 2.0, 4.0]
 bland_at = [np.mean([texts[int(np.argmax(b + lam * f))] in BLAND for texts, f, b in scores]) for lam in lams]
 for lam, v in zip(lams, bland_at):
     print(f"lambda {lam:<4}: bland {v:.2f}")
-plt.figure(figsize=(4, 2.8))
+plt.figure(figsize=(4.5, 3))
 plt.plot(lams, bland_at, "o-")
-plt.xlabel("lambda (weight of log P(T|S))"); plt.ylabel("bland fraction"); plt.show()
+plt.xlabel("lambda (weight of log P(T|S))"); plt.ylabel("bland fraction")
+plt.title("MMI-bidi: the forward score brings blandness back"); plt.show()
+
+# %% tags=["checks"]
 assert bland_at[-1] > bland_at[0] and spread["forward"] > spread["backward"]
 budget.stated("spread of log P(S|T) in section 5", spread["backward"], "2.8")
-budget.stated("spread of log P(T|S) in section 5", spread["forward"], "12.9")
+_ = budget.stated("spread of log P(T|S) in section 5", spread["forward"], "12.9")
+
+# %% [markdown]
+# ## 8. The same claim over three seeds: the claims ledger
+# The claims ledger runs the comparison of section 6 (sampling, MLE, MMI from the same
+# candidates) over three seeds. Its row, in its own words, and each replier's mean with
+# the spread over seeds:
+
+# %%
+row = next(r for r in ledger.rows() if r["claim"] == "dialogpt-mmi")
+record = ledger.load("dialogpt")
+print(f"{row['paper']}: {row['says']}\n   verdict: {row['verdict']}. {row['why']}")
+repliers = list(record["runs"][0]["arms"])
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+for ax, metric in zip(axes, ("non-bland share", "pick-up")):
+    for x, name in enumerate(repliers):
+        v = np.array([run["arms"][name][metric] for run in record["runs"]])
+        ax.bar(x, v.mean(), yerr=v.std(ddof=1), capsize=5, color=f"C{x}", alpha=0.8)
+        ax.plot([x] * len(v), v, "k.")
+    ax.set_xticks(range(len(repliers)), repliers); ax.set_xlabel("replier"); ax.set_title(metric)
+axes[0].axhline(np.mean([run["floors"]["data"] for run in record["runs"]]), color="grey", ls=":",
+                label="the data's own replies")
+axes[0].set_ylabel("share of held-out histories"); axes[0].legend(fontsize=8)
+fig.suptitle(f"The ledger's DialoGPT claim, {len(record['runs'])} seeds (mean ± sd; dots: seeds)")
+plt.tight_layout(); plt.show()
+
+# %% tags=["checks"]
+assert row["verdict"] == "reproduced"
 
 # %% [markdown]
 # **Summary.** DialoGPT is GPT-2 with the loss restricted to the response; the same
 # network trained on reversed sessions scores $\log P(S \mid T)$, and re-ranking sampled
 # candidates by it trades the forward model's safe, bland answers for answers that
 # carry the history's topic.
-#
-# **Exercises.** (1) Re-rank with 2 and with 32 candidates: how do the bland fraction and
-# the pick-up rate move with $K$? (2) Train the backward model on the last history turn
-# only (`max_history=1` in `DialogueBatches.from_sessions`) and score with
-# `history[-1:]`: does MMI lose anything on this data, where the last turn sets the
-# topic? (3) Length-normalise the forward score ($\log P(T \mid S) / |T|$): is the MLE
-# choice still bland?
+
+# %% [markdown]
+# ## Exercises
+# 1. Re-rank only the first $K$ = 1, 2, 4, 8 candidates of each history: how do the bland
+#    fraction and the pick-up rate move with $K$?
+# 2. Length-normalise the forward score ($\log P(T \mid S) / |T|$, in words): is the MLE
+#    choice still bland?
+
+# %% [markdown]
+# ## Solutions
+# **1.** The candidates are already scored (section 6), so this costs nothing. With one
+# candidate MMI is plain sampling; every further candidate is another chance of an
+# on-topic reply.
+
+# %%
+def picks(choose) -> tuple[float, float]:
+    """(bland fraction, pick-up rate) of the candidate ``choose(texts, forward, backward)`` picks."""
+    chosen = [texts[choose(texts, f, b)] for texts, f, b in scores]
+    return measures(chosen)["bland"], measures(chosen)["pick-up"]
+
+
+for k in (1, 2, 4, 8):
+    bland, pick = picks(lambda texts, f, b: int(np.argmax(b[:k])))
+    print(f"MMI over the first {k} candidates: bland {bland:.2f}, pick-up {pick:.2f}")
+
+# %% [markdown]
+# **2.** A bland reply is short, and short replies lose fewer nats in total. Per word the
+# advantage shrinks but does not vanish: the forward model rates its stock replies so far
+# above any topical reply that the MLE choice stays bland almost every time.
+
+# %%
+bland, pick = picks(lambda texts, f, b: int(np.argmax(f / np.array([len(t.split()) for t in texts]))))
+print(f"MLE per word: bland {bland:.2f}, pick-up {pick:.2f}  (MLE in total: bland {table['MLE']['bland']:.2f})")

@@ -46,20 +46,23 @@ def test_every_arm_trains_for_the_same_steps_each_on_its_own_schedule(monkeypatc
         assert all(np.isfinite(v) for v in arm.values())
 
 
-def test_xlnet_arms_differ_only_in_the_order():
+@pytest.mark.parametrize("T, K", [(xlnet_permutation.T, xlnet_permutation.K), (16, 2), (12, 1)])
+def test_xlnet_arms_differ_only_in_the_order(T, K):
     splits = {"train": np.arange(200) % 7, "val": np.arange(100) % 7}
     rng = np.random.default_rng(0)
-    idx, targets, order = xlnet_permutation.Windows(splits, permuted=True).get_batch("train", rng)
-    T, K = xlnet_permutation.T, xlnet_permutation.K
+    kw = {} if (T, K) == (xlnet_permutation.T, xlnet_permutation.K) else dict(T=T, K=K)   # the defaults too
+    idx, targets, order = xlnet_permutation.Windows(splits, permuted=True, **kw).get_batch("train", rng)
+    assert idx.shape == targets.shape == order.shape == (xlnet_permutation.BATCH, T)
     assert ((targets != IGNORE).sum(axis=1) == T // K).all()            # the last 1/K of each order
     rank = np.argsort(order, axis=1)
     assert (rank[targets != IGNORE] >= T - T // K).all()
-    idx, targets, order = xlnet_permutation.Windows(splits, permuted=False).get_batch("train", rng)
+    assert np.array_equal(targets[targets != IGNORE], idx[targets != IGNORE])
+    idx, targets, order = xlnet_permutation.Windows(splits, permuted=False, **kw).get_batch("train", rng)
     assert np.array_equal(order, np.arange(T)) and np.array_equal(targets, idx)
 
 
-def test_the_left_to_right_score_is_each_last_position_from_the_window_before_it():
-    T = xlnet_permutation.T
+@pytest.mark.parametrize("T", [xlnet_permutation.T, 9])
+def test_the_left_to_right_score_is_each_last_position_from_the_window_before_it(T):
     model = XLNet(XLNetConfig(vocab_size=5, n_layer=1, n_head=2, d_model=8), rng=np.random.default_rng(0))
     ids = np.random.default_rng(1).integers(0, 5, size=T + 6)
     nats = []
@@ -67,7 +70,7 @@ def test_the_left_to_right_score_is_each_last_position_from_the_window_before_it
         _, logits = model(ids[None, s:s + T])
         z = logits[0, -1].astype(np.float64)
         nats.append(np.log(np.exp(z - z.max()).sum()) + z.max() - z[ids[s + T - 1]])
-    assert xlnet_permutation.left_to_right(model, ids, 7) == pytest.approx(np.mean(nats), rel=1e-5)
+    assert xlnet_permutation.left_to_right(model, ids, 7, T=T) == pytest.approx(np.mean(nats), rel=1e-5)
 
 
 def test_the_counted_floors_equal_their_formulas():

@@ -45,20 +45,21 @@ class Windows:
     split; ``permuted``: a sampled order per window, its last 1/K predicted; otherwise the
     identity order with every position predicted."""
 
-    def __init__(self, splits: dict[str, np.ndarray], permuted: bool):
-        self.splits, self.permuted = splits, permuted
+    def __init__(self, splits: dict[str, np.ndarray], permuted: bool, *, T: int = T, K: int = K,
+                 batch: int = BATCH):
+        self.splits, self.permuted, self.T, self.K, self.batch = splits, permuted, T, K, batch
 
     def get_batch(self, split: str, rng: np.random.Generator):
-        data = self.splits[split]
-        starts = rng.integers(0, len(data) - T, size=BATCH)
+        data, T = self.splits[split], self.T
+        starts = rng.integers(0, len(data) - T, size=self.batch)
         idx = data[starts[:, None] + np.arange(T)]                             # (B, T)
         if not self.permuted:
             return idx, idx.copy(), np.arange(T)
-        made = [permutation_lm(row, rng, K) for row in idx]
+        made = [permutation_lm(row, rng, self.K) for row in idx]
         return idx, np.stack([m["targets"] for m in made]), np.stack([m["order"] for m in made])
 
 
-def left_to_right(model: XLNet, ids: np.ndarray, n: int) -> float:
+def left_to_right(model: XLNet, ids: np.ndarray, n: int, T: int = T) -> float:
     """Nats per character of ids[T-1 : T-1+n], each predicted from the T-1 before it."""
     n = min(n, len(ids) - T + 1)
     total = 0.0
