@@ -21,9 +21,9 @@
 #   y = b + W x + U \tanh(d + H x),\qquad P(w_t \mid \cdot) = \mathrm{softmax}(y).$$
 #
 # $W x$ are the optional *direct* connections. This lesson writes the model and its
-# backward by hand, checks them, shows they equal minipt's `NNLM`, then trains it on the
-# toy language against the n-grams of lesson 04 and the oracle.
-# Shapes: `N` windows, `V` vocabulary, `m` feature size, `h` hidden units.
+# backward by hand, checks them, shows they equal minipt's `NNLM`, then trains it against
+# lesson 04's n-grams and the oracle. Shapes: `N` windows, `V` vocabulary, `m` features,
+# `h` hidden units.
 
 # %%
 import math
@@ -51,8 +51,7 @@ rng = np.random.default_rng(0)
 C = rng.normal(size=(6, 3))                                  # (V, m)
 context = np.array([4, 1, 4])                                # three words, one repeated
 one_hot = np.eye(6)[context]                                 # (n-1, V)
-assert np.array_equal(one_hot @ C, C[context])
-print("one-hot @ C equals the lookup C[context]:\n", C[context].round(3))
+print("one-hot @ C:\n", (one_hot @ C).round(3), "\nequals the lookup C[context]:", np.array_equal(one_hot @ C, C[context]))
 
 # %% [markdown]
 # ## 2. The forward and the backward, by hand

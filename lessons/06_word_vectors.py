@@ -130,7 +130,8 @@ print(f"chance on the analogies: {1 / (len(vocab) - 3):.3f}")
 # - **category gap**: mean cosine within a category minus across categories.
 # - **purity**: the share of each word's 3 nearest categorised words that share its
 #   category.
-#
+
+# %% [markdown]
 # Every model is far above chance (0.014). Skip-gram with negative sampling answers 0.59
 # of the analogies (19 of 32), skip-gram with hierarchical softmax 0.56, CBOW 0.44 with
 # negative sampling and 0.53 with hierarchical softmax, GloVe 0.44, and the count

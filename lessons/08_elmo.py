@@ -19,12 +19,10 @@
 # sentence by a bidirectional language model, and lets a downstream task mix the biLM's
 # layers. This lesson trains a small ELMo on the toy language, whose two polysemous
 # words ("bank": river / money, "bat": animal / thing) come with the true sense of every
-# token, and measures:
-#
-# 1. each direction's perplexity against the toy language's oracle;
-# 2. a sense probe on static vectors against the same probe on each ELMo layer;
-# 3. the claim that lower layers carry syntax and higher ones semantics;
-# 4. words never seen in training, encoded through their characters.
+# token. It builds two of ELMo's parts by hand (the highway layer, the scalar mix), then
+# measures each direction's perplexity, a sense probe on static vectors against each
+# ELMo layer, whether lower layers carry syntax and higher ones semantics, and words
+# never seen in training.
 #
 # Shapes: `B` batch, `T` time, `C` channels, `V` vocabulary, `D` model width, `H` LSTM
 # cell width, `L` characters per word.
@@ -36,7 +34,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minipt import gradcheck
-
 from minipt.core.gradcheck import check_module
 from minipt.data import toy_tasks
 from minipt.data.hmm_language import HMMLanguage
@@ -61,12 +58,13 @@ from minipt.train import TrainConfig, train
 # character CNN with highway layers: every word is spelled, so it has a vector even if
 # it was never seen) and the **softmax**. The LSTM stacks stay separate: the forward stack
 # never sees the right context, the backward stack never sees the left one, or each
-# would simply copy the word it must predict. In minipt a batch is that of any causal LM,
-# `idx = w_0..w_{T-1}`, `targets = w_1..w_T`; the model reads `w_0..w_T` once, the forward
-# output at `k` predicts `w_{k+1}`, the backward output at `k+1` predicts `w_k`, and the
-# loss is the mean of the two directions' cross-entropies.
-#
-# Before training anything, the whole biLM loss (characters, convolutions, max-pooling,
+# would simply copy the word it must predict.
+
+# %% [markdown]
+# In minipt a batch is that of any causal LM, `idx = w_0..w_{T-1}`, `targets = w_1..w_T`;
+# the model reads `w_0..w_T` once, the forward output at `k` predicts `w_{k+1}`, the
+# backward output at `k+1` predicts `w_k`, and the loss is the mean of the two
+# directions' cross-entropies. Before training anything, the whole biLM loss (characters, convolutions, max-pooling,
 # highways, both LSTMP stacks with their residual connection, the shared softmax) is
 # checked against central differences in float64:
 
@@ -412,7 +410,6 @@ def layer_probe(labels_tr, labels_te):
     return [fit_probe([f[keep_tr]], ytr_, [g[keep_te]], yte_)[0] for f, g in zip(tr_feats, te_feats)]
 
 
-assert len(toy_tasks.TAG_SET) == 12 and len(set(tr_tags)) == 12
 tag_acc = layer_probe(tr_tags.astype(object), te_tags.astype(object))
 role_acc = layer_probe(tr_roles, te_roles)
 print(f"{'layer':<8} {'tags':>6} {'det. role':>10} {'senses':>7}")
@@ -420,6 +417,7 @@ for j in range(3):
     print(f"{j:<8} {tag_acc[j]:>6.3f} {role_acc[j]:>10.3f} {acc_layer[j]:>7.3f}")
 
 # %% tags=["checks"]
+assert len(toy_tasks.TAG_SET) == 12 and len(set(tr_tags)) == 12
 assert tag_acc[0] > 0.95 and role_acc[0] < 0.7 and role_acc[1] > 0.95 and role_acc[2] > 0.95
 assert acc_layer[0] <= majority + 1e-12 and acc_layer[2] > 0.95
 
@@ -431,7 +429,8 @@ assert acc_layer[0] <= majority + 1e-12 and acc_layer[2] > 0.95
 #   the token layer); the first biLSTM layer has it (above 0.95).
 # - The **senses** are absent from the token layer (at best the majority sense) and
 #   complete in the top layer.
-#
+
+# %% [markdown]
 # What happens in between is not stable at this scale: in our runs the senses at the
 # first biLSTM layer ranged from 0.92 to 1.00, and the tags above the token layer from
 # 0.95 to 1.00, depending on nothing more than the order of floating-point sums (BLAS
@@ -454,7 +453,7 @@ lang_verbs = {w for st, ws in STATES.items() if st.startswith("verb") for w in w
 
 
 def nearest(word, k=3):
-    assert word not in vocab
+    """The k known words nearest to ``word`` (a string not in the vocabulary) in the token layer."""
     v, _ = elmo.sentence_layers([[word]])
     v = v[0][0, 0] / np.linalg.norm(v[0][0, 0])
     return list(known[np.argsort(-(kv @ v))[:k]])

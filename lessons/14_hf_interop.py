@@ -20,7 +20,8 @@
 # runs no code, unlike a pickled `pytorch_model.bin`). If minipt reads and writes those
 # folders, a model trained here continues in PyTorch on a GPU, and real weights can be
 # read through minipt's plain NumPy code.
-#
+
+# %% [markdown]
 # This lesson loads two folders that `transformers` wrote (a tiny random
 # `GPT2LMHeadModel` and `LlamaForCausalLM`, saved by `scripts/make_hf_fixtures.py` with
 # the logits and gradients PyTorch computed), reads the mapping between the two naming
@@ -182,7 +183,7 @@ print("largest logit difference:", {a: f"{np.abs(o - t).max():.1e}" for a, (t, o
 # %%
 train_text, val_text, oracle, _ = toy_corpus(20_000, seed=0)
 tok = CharTokenizer().fit(train_text)
-assert tok.vocab_size == 27 and gpt2.config.vocab_size == 64
+print(f"{tok.vocab_size} characters in a vocabulary of {gpt2.config.vocab_size}")
 data = tok.encode_array(train_text)                                    # (N,)
 rng = np.random.default_rng(0)
 opt = AdamW(gpt2, lr=3e-3, weight_decay=0.0)
@@ -213,6 +214,7 @@ ax.set_xlabel("step"); ax.set_ylabel("loss (nats/char)"); ax.set_title("the GPT-
 ax.legend(fontsize=8); plt.tight_layout(); plt.show()
 
 # %% tags=["checks"]
+assert tok.vocab_size == 27 and gpt2.config.vocab_size == 64
 assert losses[-1] < losses[0] - 1.0 and val_losses[-1][1] < val_losses[0][1]
 
 # %% [markdown]
@@ -243,7 +245,8 @@ assert same
 # ```
 #
 # and `minipt sample --hf FOLDER` samples from any such folder with minipt.
-#
+
+# %% [markdown]
 # ## 6. Tokenizer files
 # GPT-2's tokenizer is two tables: `vocab.json` (token -> id, bytes shown as printable
 # characters: a space is `Ġ`) and `merges.txt` (the merges in learned order). This one was

@@ -16,15 +16,17 @@
 #
 # A pre-trained BERT (lesson 15) is a function from `[CLS] A [SEP] B [SEP]` to one vector
 # per token. Devlin et al. (2019, section 4 and figure 4) put **one small layer** on it
-# per kind of task and train everything together:
-#
+# per kind of task and train everything together.
+
+# %% [markdown]
 # | task | input | head | loss |
 # |---|---|---|---|
 # | one sentence (SST-2) | `[CLS] A [SEP]` | dense on the pooled `[CLS]` | CE over K classes |
 # | sentence pair (MNLI) | `[CLS] A [SEP] B [SEP]` | the same | CE over K classes |
 # | tagging (CoNLL NER) | `[CLS] A [SEP]` | dense on every token | CE per word (its first piece) |
 # | span QA (SQuAD) | `[CLS] question [SEP] context [SEP]` | start vector S, end vector E | (CE(start) + CE(end)) / 2 |
-#
+
+# %% [markdown]
 # The alternative is **feature-based** transfer (ELMo's recipe, BERT section 5.3): freeze
 # the encoder and train only the head. This lesson writes the span-QA head by hand and
 # checks it against minipt's, then measures on toy tasks (i) fine-tuned against frozen
@@ -35,8 +37,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minipt import lesson_budget as budget
 from minipt import gradcheck
+from minipt import lesson_budget as budget
 from minipt.data import toy_tasks
 from minipt.data.encoder_corpus import encoder_corpus
 from minipt.experiments import fine_tuning, ledger, masking
@@ -79,8 +81,12 @@ for kind, ex in examples.items():
     if kind == "span_qa":
         answer = " ".join(pieces[x["start"]:x["end"] + 1])
         print(f"{'answer':>10}: {answer!r} at tokens {x['start']}..{x['end']}")
-        assert answer.replace(" ##", "") == ex["answer"]
     print()
+
+# %% tags=["checks"]
+x = encode_example("span_qa", examples["span_qa"], tok, 64)
+assert " ".join(tok.id_to_token(i) for i in x["ids"][x["start"]:x["end"] + 1]).replace(" ##", "") == \
+    examples["span_qa"]["answer"]
 
 # %% [markdown]
 # ## 2. The span-QA head, by hand
@@ -176,13 +182,13 @@ assert np.abs(g_hand["h"][~context]).max() == 0
 # confirms those zeros instead of dividing round-off by round-off.
 
 # %%
+results = {}
 for name in ("bert-classify", "bert-tag", "bert-qa"):
     entry = registry.get(name)
     (case,) = entry.all_gradchecks()
-    result = case.run()
-    print(f"{name:>13}: worst relative error {result.max_error():.1e} over {len(result.arrays)} arrays "
-          f"({entry.objective})")
-    assert result.passed
+    results[name] = case.run()
+    print(f"{name:>13}: worst relative error {results[name].max_error():.1e} over "
+          f"{len(results[name].arrays)} arrays ({entry.objective})")
 
 m, batch = registry.get("bert-qa").tiny()
 m.zero_grad()
@@ -193,7 +199,7 @@ for n, g in zero_grads.items():
     print(f"   {n}: |grad| max {g:.0e}")
 
 # %% tags=["checks"]
-assert all(g < 1e-14 for g in zero_grads.values())
+assert all(r.passed for r in results.values()) and all(g < 1e-14 for g in zero_grads.values())
 
 # %% [markdown]
 # ## 4. Freezing
@@ -296,7 +302,7 @@ if budget.is_full():
 # ledger keeps the same study run at a larger size (1000 labelled examples, 300 steps,
 # 400 test examples) over three seeds, and judges Devlin et al.'s claim that
 # fine-tuning beats the feature-based approach on span QA's exact match. Its row, and
-# every task's mean over the seeds with the standard deviation as error bars:
+# every task's mean over the three runs with the standard deviation as error bars:
 
 # %%
 claim = next(r for r in ledger.rows() if r["experiment"] == "fine-tuning")
