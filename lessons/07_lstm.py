@@ -93,7 +93,7 @@ def lstm_by_hand(x, w_ih, w_hh, b, h0, c0):
 # %%
 def cell_backward(dh, dc_next, cache):
     """dh (B, H) reaching h_t, dc_next (B, H) from step t+1's cell -> dz (B, 4H), dc_prev (B, H)."""
-    x_t, h_prev, c_prev, i, f, g, o, tc = cache
+    _, _, c_prev, i, f, g, o, tc = cache                       # x_t, h_prev are for the weights
     dc = dc_next + dh * o * (1 - tc ** 2)                      # (B, H)
     dz = np.concatenate([dc * g * i * (1 - i),                 # dz_i
                          dc * c_prev * f * (1 - f),            # dz_f
