@@ -135,13 +135,13 @@ arrays = {"x": r.standard_normal((B, T, C)), "w_ih": 0.5 * r.standard_normal((4 
 a = arrays
 
 
-def run(bptt=bptt_by_hand):
+def run_lstm(bptt=bptt_by_hand):
     y, caches = lstm_by_hand(a["x"], a["w_ih"], a["w_hh"], a["b"], a["h0"], a["c0"])
     names = ("x", "w_ih", "w_hh", "b", "h0", "c0")
     return y, lambda dy: dict(zip(names, bptt(dy, caches, a["w_ih"], a["w_hh"])))
 
 
-by_hand = gradcheck(run, arrays)
+by_hand = gradcheck(run_lstm, arrays)
 print(by_hand)
 dy = r.standard_normal((B, T, H))                              # one random upstream gradient
 y_hand, caches = lstm_by_hand(a["x"], a["w_ih"], a["w_hh"], a["b"], a["h0"], a["c0"])
@@ -358,7 +358,7 @@ def bptt_no_recurrence(dy, caches, w_ih, w_hh):
     return np.stack(dx, 1), dw_ih, dw_hh, db, dz @ w_hh, dc_next
 
 
-broken = gradcheck(lambda: run(bptt_no_recurrence), arrays)
+broken = gradcheck(lambda: run_lstm(bptt_no_recurrence), arrays)
 print(broken)
 
 # %%
