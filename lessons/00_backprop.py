@@ -21,7 +21,8 @@
 # the output and keeps what it needs in a `cache`, and a **backward** that takes the
 # gradient of the loss with respect to the output, `dy`, and returns the gradients with
 # respect to the inputs and parameters. The chain rule does the rest.
-#
+
+# %% [markdown]
 # This lesson
 # 1. writes the backward of a two-layer MLP by hand and trains it on a toy task;
 # 2. derives the backward of **LayerNorm**, the normaliser in every Transformer block;
@@ -58,10 +59,13 @@ def spirals(n_per_class, rng):
     return np.concatenate(xs), np.concatenate(ys)
 
 X, Y = spirals(100, rng)            # X (N, 2), Y (N,)
+plt.figure(figsize=(4.5, 3.5))
+plt.scatter(X[:, 0], X[:, 1], c=Y, cmap=plt.get_cmap("viridis", 3), vmin=-0.5, vmax=2.5, s=10)
+plt.colorbar(ticks=[0, 1, 2], label="class")
+plt.xlabel("x1"); plt.ylabel("x2"); plt.title("three spirals"); plt.axis("equal"); plt.show()
+
+# %% tags=["checks"]
 assert X.shape == (300, 2) and np.bincount(Y).tolist() == [100, 100, 100]
-plt.figure(figsize=(3.5, 3.5))
-plt.scatter(X[:, 0], X[:, 1], c=Y, cmap="viridis", s=10)
-plt.title("three spirals"); plt.axis("equal"); plt.show()
 
 # %% [markdown]
 # ## 2. The MLP and its backward, derived
@@ -121,6 +125,8 @@ def run():
 
 result = gradcheck(run, params)
 print(result)
+
+# %% tags=["checks"]
 assert result.passed and result.max_error() < 1e-8
 
 # %% [markdown]
@@ -138,6 +144,8 @@ _, dW1, db1 = linear_backward(dh * (1 - h ** 2), c1)
 loss_hand, cache = mlp_forward(X, Y, params)
 g = mlp_backward(cache, params)
 print(f"loss by hand {loss_hand:.12f}, by ops {float(loss_ops):.12f}")
+
+# %% tags=["checks"]
 assert np.isclose(loss_hand, loss_ops) and np.allclose(g["W1"], dW1) and np.allclose(g["W2"], dW2)
 
 # %% [markdown]
@@ -157,19 +165,23 @@ for step in range(budget.pick(full=600, quick=200)):
     losses.append(float(loss))
 accuracy = (mlp_forward(X32, Y, p32)[1][3].argmax(axis=1) == Y).mean()
 print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}, training accuracy {accuracy:.0%}, dtype {p32['W1'].dtype}")
-assert losses[-1] < 0.5 * losses[0]
-budget.stated("first loss", losses[0], "1.207")
-budget.stated("last loss", losses[-1], "0.040")
-budget.stated("training accuracy", accuracy, "1.00")
 
 fig, ax = plt.subplots(1, 2, figsize=(8, 3.5))
 ax[0].plot(losses); ax[0].set_xlabel("step"); ax[0].set_ylabel("loss"); ax[0].set_title("training loss")
 gx, gy = np.meshgrid(np.linspace(-1.1, 1.1, 120), np.linspace(-1.1, 1.1, 120))
 grid = np.stack([gx.ravel(), gy.ravel()], axis=1).astype(np.float32)
 pred = (np.tanh(grid @ p32["W1"].T + p32["b1"]) @ p32["W2"].T).argmax(axis=1)
-ax[1].contourf(gx, gy, pred.reshape(gx.shape), alpha=0.3, cmap="viridis")
-ax[1].scatter(X[:, 0], X[:, 1], c=Y, cmap="viridis", s=8); ax[1].set_title("decision regions")
+ax[1].contourf(gx, gy, pred.reshape(gx.shape), levels=[-0.5, 0.5, 1.5, 2.5], alpha=0.3, cmap="viridis")
+sc = ax[1].scatter(X[:, 0], X[:, 1], c=Y, cmap=plt.get_cmap("viridis", 3), vmin=-0.5, vmax=2.5, s=8)
+fig.colorbar(sc, ax=ax[1], ticks=[0, 1, 2], label="class (points) and predicted class (regions)")
+ax[1].set_xlabel("x1"); ax[1].set_ylabel("x2"); ax[1].set_title("decision regions")
 plt.tight_layout(); plt.show()
+
+# %% tags=["checks"]
+assert losses[-1] < 0.5 * losses[0]
+budget.stated("first loss", losses[0], "1.207")
+budget.stated("last loss", losses[-1], "0.040")
+budget.stated("training accuracy", accuracy, "1.00")
 
 # %% [markdown]
 # At the full budget the loss falls from 1.207 (a uniform guess would give $\ln 3 = 1.099$)
@@ -181,7 +193,8 @@ plt.tight_layout(); plt.show()
 #
 # $$\mu = \tfrac1C \sum_i x_i,\quad \sigma^2 = \tfrac1C\sum_i (x_i-\mu)^2,\quad
 #   r = (\sigma^2+\epsilon)^{-1/2},\quad \hat x_i = (x_i - \mu)\, r,\quad y_i = g_i \hat x_i + b_i .$$
-#
+
+# %% [markdown]
 # Gains and biases are easy: $dg = \sum_{\text{rows}} dy \odot \hat x$, $db = \sum_{\text{rows}} dy$.
 # For the input, write $d\hat x = dy \odot g$. Every $\hat x_j$ depends on every $x_i$ through
 # $\mu$ and $r$, with $\partial \mu/\partial x_i = 1/C$ and $\partial r/\partial x_i = -r^3 (x_i-\mu)/C$:
@@ -200,6 +213,8 @@ x = rng.standard_normal((4, 8))
 g_ln, b_ln = rng.standard_normal(8), rng.standard_normal(8)
 res = check_op(layer_norm_forward, layer_norm_backward, {"x": x, "g": g_ln, "b": b_ln}, params=("g", "b"))
 print(res)
+
+# %% tags=["checks"]
 assert res.passed and res.max_error() < 1e-8
 
 # %% [markdown]
@@ -248,6 +263,8 @@ for label, upstream in [("all-ones upstream", np.ones_like(x)), ("random upstrea
     buggy = buggy_layer_norm_backward(upstream, cache)
     gaps[label] = np.abs(buggy - numeric_grad(upstream)).max()
     print(f"{label:>18}: largest |buggy - numeric| = {gaps[label]:.1e}")
+
+# %% tags=["checks"]
 assert gaps["all-ones upstream"] < 1e-8 and gaps["random upstream"] > 0.1
 
 # %% [markdown]
@@ -259,7 +276,58 @@ assert gaps["all-ones upstream"] < 1e-8 and gaps["random upstream"] > 0.1
 # gradients are checked in float64 against central differences with a random upstream
 # gradient before anything is trained. `minipt gradcheck` runs that check for every op and
 # module in the library.
+
+# %% [markdown]
+# ## Exercises
+# 1. Derive RMSNorm's backward ($y = g \odot x r$, $r = (\overline{x^2} + \epsilon)^{-1/2}$: no
+#    mean subtraction, no bias) and check it against `minipt.ops.norms.rms_norm_backward`.
+# 2. Replace tanh by ReLU in the MLP: which line of the backward changes? Gradcheck it.
+# 3. Why does the gradient check of ReLU need inputs away from 0?
 #
-# **Exercises.** (1) Derive RMSNorm's backward (no mean subtraction, no bias) and check it
-# against `minipt.ops.norms.rms_norm_backward`. (2) Replace tanh by ReLU in the MLP: which
-# line of the backward changes? (3) Why does the gradient check of ReLU need inputs away from 0?
+# ## Solutions
+
+# %%
+# 1. As LayerNorm's, without the mean term: dx = r (dxhat - xhat mean(dxhat xhat)), dg = sum(dy xhat).
+from minipt.ops.norms import rms_norm_backward, rms_norm_forward
+
+
+def rms_backward_by_hand(dy, x, g, eps=1e-6):
+    r = 1 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)     # (..., 1)
+    xhat, dxhat = x * r, dy * g                                     # (..., C)
+    return r * (dxhat - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)), (dy * xhat).sum(axis=0)
+
+
+xr, gr, dyr = rng.standard_normal((4, 8)), rng.standard_normal(8), rng.standard_normal((4, 8))
+_, rms_cache = rms_norm_forward(xr, gr)
+dx_lib, dg_lib = rms_norm_backward(dyr, rms_cache)
+dx_me, dg_me = rms_backward_by_hand(dyr, xr, gr)
+print("equal to minipt's:", np.allclose(dx_me, dx_lib), np.allclose(dg_me, dg_lib))
+print("minipt's RMSNorm passes its gradcheck:",
+      check_op(rms_norm_forward, rms_norm_backward, {"x": xr, "g": gr}, params=("g",)).passed)
+
+# %%
+# 2. Only the activation's line: da = dh * (a > 0) instead of dh * (1 - h**2); the cache keeps a.
+def relu_mlp(X, Y, p):
+    a = X @ p["W1"].T + p["b1"]                                     # (N, H)
+    h = np.maximum(a, 0)
+    z = h @ p["W2"].T + p["b2"]
+    logp = z - z.max(1, keepdims=True) - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))
+    N = len(Y)
+
+    def backward(dloss):
+        dz = np.exp(logp); dz[np.arange(N), Y] -= 1; dz *= dloss / N
+        da = (dz @ p["W2"]) * (a > 0)                               # the changed line
+        return {"W2": dz.T @ h, "b2": dz.sum(0), "W1": da.T @ X, "b1": da.sum(0)}
+    return -logp[np.arange(N), Y].mean(), backward
+
+
+away = np.abs(X @ params["W1"].T + params["b1"]).min(axis=1) > 1e-3      # points with no a near a kink
+Xa, Ya = X[away][:20], Y[away][:20]
+print("ReLU MLP gradcheck, points away from the kink:", gradcheck(lambda: relu_mlp(Xa, Ya, params), params).passed)
+
+# %%
+# 3. At a kink the central difference straddles both slopes: for relu at 1e-5 with a step of
+#    3e-4 it averages 0 and 1, while the backward says 1.
+kink = 1e-5
+numeric = (max(kink + 3e-4, 0) - max(kink - 3e-4, 0)) / 6e-4
+print(f"relu'(1e-5): backward 1.0, central difference {numeric:.3f}")

@@ -20,7 +20,8 @@
 # operation, **scaled dot-product attention** (Vaswani et al. 2017):
 #
 # $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\Big(\frac{Q K^\top}{\sqrt{D}} + M\Big)\, V,$$
-#
+
+# %% [markdown]
 # where the mask $M$ is $0$ where a query may look at a key and $-\infty$ where it may not.
 # What separates GPT from BERT from T5 is, to a surprising degree, **only that mask** (and
 # how positions enter). This lesson
@@ -73,6 +74,8 @@ print("row sums of p:", p.sum(axis=1))
 # minipt's op works on (B, H, T, D): add two axes of size 1
 o_op, cache = attention_forward(q[None, None], k[None, None], v[None, None])
 print("max |by hand - minipt| =", np.abs(o_op[0, 0] - o).max())
+
+# %% tags=["checks"]
 assert np.allclose(p.sum(axis=1), 1) and np.abs(o_op[0, 0] - o).max() < 1e-12
 
 # %% [markdown]
@@ -82,10 +85,11 @@ assert np.allclose(p.sum(axis=1), 1) and np.abs(o_op[0, 0] - o).max() < 1e-12
 # variance back to 1 whatever the head size (2000 samples each, so within a few percent):
 
 # %%
+variances = {}
 for d in (4, 64, 1024):
     dots = (rng.standard_normal((2000, d)) * rng.standard_normal((2000, d))).sum(axis=1)
+    variances[d] = dots.var()
     print(f"D = {d:5d}: var(q.k) = {dots.var():7.1f}   var(q.k / sqrt(D)) = {(dots / math.sqrt(d)).var():.2f}")
-    assert abs(dots.var() / d - 1) < 0.1
 
 # %% [markdown]
 # ## 2. Many heads
@@ -114,6 +118,9 @@ for h in range(H):
     heads.append(softmax(sh) @ vh)                                  # (B, T, D)
 by_hand = np.concatenate(heads, axis=-1) @ mha.c_proj.params["weight"].T + mha.c_proj.params["bias"]
 print("max |per-head loop - MultiHeadAttention| =", np.abs(by_hand - y).max())
+
+# %% tags=["checks"]
+assert all(abs(v / d - 1) < 0.1 for d, v in variances.items())
 assert np.abs(by_hand - y).max() < 1e-12
 
 # %% [markdown]
@@ -121,7 +128,8 @@ assert np.abs(by_hand - y).max() < 1e-12
 # A mask in minipt is a boolean **may-attend** array: `mask[i, j]` is True when query $i$ may
 # look at key $j$ (row = query, column = key). The op turns False into $-\infty$ before the
 # softmax, so those weights are exactly zero. Each pre-training objective is a mask:
-#
+
+# %% [markdown]
 # - **bidirectional**: everyone sees everyone (BERT, encoders);
 # - **causal** (left-to-right): $j \le i$ (GPT, decoders);
 # - **right-to-left**: $j \ge i$ (UniLM's backward LM, ELMo's backward direction);
@@ -148,11 +156,13 @@ family = {
 }
 fig, axes = plt.subplots(1, len(family), figsize=(2.2 * len(family), 2.6))
 for ax, (name, m) in zip(axes, family.items()):
-    ax.imshow(m, cmap="Blues", vmin=0, vmax=1.3)
+    im = ax.imshow(m, cmap="Blues", vmin=0, vmax=1)
     ax.set_title(name, fontsize=7)
-    ax.set_xticks([]); ax.set_yticks([])
-axes[0].set_ylabel("query i"); axes[0].set_xlabel("key j")
-plt.tight_layout(); plt.show()
+    ax.set_xticks([]); ax.set_yticks([]); ax.set_xlabel("key j", fontsize=7)
+axes[0].set_ylabel("query i")
+fig.colorbar(im, ax=axes, ticks=[0, 1], shrink=0.8, label="1: query i may attend to key j")
+fig.suptitle("the mask family", fontsize=9)
+plt.show()
 
 # %% [markdown]
 # A row of the permutation mask is empty for the first position of $z$ (it sees nothing,
@@ -166,6 +176,8 @@ out, c = attention_forward(qq, kk, vv, perm_mask)
 dq, dk, dv = attention_backward(rng.standard_normal(out.shape), c)[:3]
 print(f"position {order[0]} (first in z) sees {perm_mask[order[0]].sum()} keys; its output {out[0, 0, order[0]]}, "
       f"its query's gradient {dq[0, 0, order[0]]}")
+
+# %% tags=["checks"]
 assert not perm_mask[order[0]].any() and np.all(out[0, 0, order[0]] == 0) and np.all(dq[0, 0, order[0]] == 0)
 assert np.isfinite(out).all() and np.isfinite(dq).all()
 
@@ -178,10 +190,12 @@ assert np.isfinite(out).all() and np.isfinite(dq).all()
 fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.6))
 for ax, name in zip(axes, ["bidirectional (BERT)", "causal (GPT)", "prefix 3 / seq2seq"]):
     _, c = attention_forward(qq, kk, vv, family[name])
-    ax.imshow(c["p"][0, 0], cmap="viridis", vmin=0, vmax=1)
+    im = ax.imshow(c["p"][0, 0], cmap="viridis", vmin=0, vmax=1)
     ax.set_title(f"weights p, {name.split(' (')[0]}", fontsize=8)
-    ax.set_xticks([]); ax.set_yticks([])
-plt.tight_layout(); plt.show()
+    ax.set_xticks([]); ax.set_yticks([]); ax.set_xlabel("key j", fontsize=8)
+axes[0].set_ylabel("query i")
+fig.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
+plt.show()
 
 # %% [markdown]
 # ## 4. The backward of softmax, then of attention
@@ -196,7 +210,8 @@ plt.tight_layout(); plt.show()
 # flows to a key the query was not allowed to see.
 #
 # **Attention.** Read the forward bottom-up, one line at a time:
-#
+
+# %% [markdown]
 # | forward | backward |
 # |---|---|
 # | $O = P V$ | $dV = P^\top dO$,  $dP = dO\, V^\top$ |
@@ -224,7 +239,6 @@ mine = attention_backward_by_hand(dO, q, k, v, cache["p"][0, 0])
 theirs = attention_backward(dO[None, None], cache)[:3]
 for name, a, b_ in zip(("dq", "dk", "dv"), mine, theirs):
     print(f"{name}: max |by hand - minipt| = {np.abs(a - b_[0, 0]).max():.1e}")
-    assert np.abs(a - b_[0, 0]).max() < 1e-12
 
 # %% [markdown]
 # ## 5. Check it by central differences
@@ -239,11 +253,14 @@ inputs = {n: rng.standard_normal((B, H, T, D)) for n in ("q", "k", "v")}
 pad = masks.padding(np.array([5, 3]), T)                       # (B, 1, T)
 res = check_op(attention_forward, lambda d, c: attention_backward(d, c)[:3], inputs, mask=pad, causal=True)
 print(res)
-assert res.passed
 
 res = check_module(MultiHeadAttention(8, 2, rng=np.random.default_rng(0), dtype=np.float64, std=0.5),
                    rng.standard_normal((2, 4, 8)), forward_kwargs={"causal": True})
 print(res)
+
+# %% tags=["checks"]
+assert all(np.abs(a - b_[0, 0]).max() < 1e-12 for a, b_ in zip(mine, theirs))
+assert res.passed
 assert res.passed
 
 # %% [markdown]
@@ -252,7 +269,8 @@ assert res.passed
 # add position information in one of three ways: **learned absolute** vectors added to the
 # input (GPT, BERT), a **relative bias** added to the scores by distance bucket (T5), or a
 # **rotation** of q and k by angle proportional to the position (RoPE, LLaMA).
-#
+
+# %% [markdown]
 # | model | self-attention mask | positions | cross-attention |
 # |---|---|---|---|
 # | GPT-1/2 | causal | learned absolute, added to the tokens | — |
@@ -263,7 +281,8 @@ assert res.passed
 # | UniLM | one of bidirectional, left-to-right, right-to-left, seq2seq per batch | learned absolute + segment | — |
 # | XLNet | permutation (two streams) | relative (Transformer-XL) | — |
 # | LLaMA | causal | rotary (RoPE) on q, k | — |
-#
+
+# %% [markdown]
 # In minipt these are arguments, not architectures: `TransformerStack(..., causal=...,
 # mask=..., layer_masks=..., attn_bias=..., rope=...)` is each of these bodies. The same
 # weights under two masks give two different models:
@@ -281,6 +300,8 @@ same = {"position 0, BERT vs GPT": np.allclose(as_bert[0, 0], as_gpt[0, 0]),
         "source position 1, seq2seq vs BERT on the source alone": np.allclose(as_unilm[0, 1], stack(x[:, :3])[0, 1])}
 for question, answer in same.items():
     print(f"{question:<56} equal? {answer}")
+
+# %% tags=["checks"]
 assert list(same.values()) == [False, True, True]
 
 # %% [markdown]
@@ -293,9 +314,32 @@ assert list(same.values()) == [False, True, True]
 # its backward needs only the weights $P$ and three matrix products around the softmax
 # backward $P \odot (dP - \operatorname{rowsum}(dP \odot P))$. Masks decide which model it is;
 # positions are added to the input, to the scores, or rotated into q and k.
+
+# %% [markdown]
+# ## Exercises
+# 1. Mask by multiplying $P$ by the mask *after* the softmax instead of setting the scores
+#    to $-\infty$. Show that the rows no longer sum to one, and that renormalising them gives
+#    the masked softmax again.
+# 2. Prove that RoPE makes $q_i \cdot k_j$ depend on $i - j$ only, then check it numerically
+#    with `minipt.ops.positions.rope_forward`.
 #
-# **Exercises.** (1) Show that without the $-\infty$ (masking by multiplying $P$ by the mask
-# after the softmax) rows no longer sum to one, and renormalising gives the same answer.
-# (2) Build UniLM's right-to-left mask with padding for a batch of two lengths and gradcheck
-# the op under it. (3) Prove that RoPE makes $q_i \cdot k_j$ depend on $i - j$ only, then
-# check it numerically with `minipt.ops.positions.rope_forward`.
+# ## Solutions
+
+# %%
+# 1. exp(s_j) / sum over all l, times the mask, loses the masked terms' share of the sum.
+s_ex = rng.standard_normal((4, 4))
+m_ex = masks.causal(4)
+p_full = np.exp(s_ex) / np.exp(s_ex).sum(1, keepdims=True)
+p_after = p_full * m_ex
+p_masked = np.where(m_ex, np.exp(s_ex), 0) / np.where(m_ex, np.exp(s_ex), 0).sum(1, keepdims=True)
+print("row sums after multiplying:", p_after.sum(1).round(3))
+print("renormalised == masked softmax:", np.allclose(p_after / p_after.sum(1, keepdims=True), p_masked))
+
+# %%
+# 2. Each pair of channels is rotated by t * theta_i; the dot product of two vectors rotated by
+#    angles a and b depends on a - b only. Numerically: shift both positions by 5.
+from minipt.ops.positions import rope_forward  # noqa: E402
+
+qv, kv = rng.standard_normal((1, 1, 1, 8)), rng.standard_normal((1, 1, 1, 8))
+dot = lambda i, j: float((rope_forward(qv, np.array([i]))[0] * rope_forward(kv, np.array([j]))[0]).sum())
+print(f"q_7 . k_3 = {dot(7, 3):.6f}, q_12 . k_8 = {dot(12, 8):.6f}, q_4 . k_0 = {dot(4, 0):.6f}")

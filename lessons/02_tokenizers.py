@@ -18,7 +18,8 @@
 # `V` (the width of the embedding and of the output layer) and the sequence length `T`
 # (the cost of attention). This lesson runs the five tokenizers of `minipt.tokenizers`,
 # in the order they were invented, on the same text:
-#
+
+# %% [markdown]
 # 1. **characters**: tiny `V`, long `T`, never out of vocabulary for seen characters;
 # 2. **words**: short `T`, huge `V`, and every unseen word becomes `<unk>`;
 # 3. **BPE** (Sennrich et al. 2016): start from characters, repeatedly merge the most
@@ -32,8 +33,14 @@
 import matplotlib.pyplot as plt
 
 from minipt.data.hmm_language import toy_corpus
-from minipt.tokenizers import (BPETokenizer, ByteBPETokenizer, CharTokenizer, WordPieceTokenizer,
-                               WordTokenizer, learn_merges)
+from minipt.tokenizers import (
+    BPETokenizer,
+    ByteBPETokenizer,
+    CharTokenizer,
+    WordPieceTokenizer,
+    WordTokenizer,
+    learn_merges,
+)
 
 train_text, _, _, _ = toy_corpus(30_000, seed=0)
 train_text = train_text.replace("\n", " ")
@@ -63,6 +70,9 @@ for name, tok in toks.items():
 fig, ax = plt.subplots(1, 2, figsize=(9, 3))
 ax[0].bar([r[0] for r in rows], [r[1] for r in rows]); ax[0].set_title("vocabulary size V")
 ax[1].bar([r[0] for r in rows], [r[2] for r in rows]); ax[1].set_title("tokens T for the test sentence")
+ax[0].set_ylabel("entries in the vocabulary"); ax[1].set_ylabel("tokens")
+for a in ax:
+    a.set_xlabel("tokenizer")
 plt.tight_layout(); plt.show()
 
 # %% [markdown]
@@ -75,14 +85,15 @@ plt.tight_layout(); plt.show()
 
 # %%
 word = toks["word"]
-assert word.decode(word.encode("the quickest fox")) == "the <unk> fox"
-for name in ("char", "byte BPE"):
-    assert toks[name].decode(toks[name].encode(test_text)) == test_text
 bpe, wordpiece = toks["BPE"], toks["WordPiece"]
-assert "<unk>" not in [bpe.id_to_token(i) for i in bpe.encode(test_text)]
 print("WordPiece:", wordpiece.tokenize("quickest"), wordpiece.tokenize("riverbank"), wordpiece.tokenize("bank"))
-assert "[UNK]" not in wordpiece.tokenize("quickest") and wordpiece.tokenize("riverbank") == ["[UNK]"]
 vocab = {wordpiece.id_to_token(i) for i in range(wordpiece.vocab_size)}
+
+# %% tags=["checks"]
+assert all(toks[n].decode(toks[n].encode(test_text)) == test_text for n in ("char", "byte BPE"))
+assert word.decode(word.encode("the quickest fox")) == "the <unk> fox"
+assert "<unk>" not in [bpe.id_to_token(i) for i in bpe.encode(test_text)]
+assert "[UNK]" not in wordpiece.tokenize("quickest") and wordpiece.tokenize("riverbank") == ["[UNK]"]
 assert "##b" not in vocab and "##k" in vocab
 
 # %% [markdown]
@@ -98,6 +109,8 @@ corpus = {("l", "o", "w", "</w>"): 5, ("l", "o", "w", "e", "r", "</w>"): 2,
           ("n", "e", "w", "e", "s", "t", "</w>"): 6, ("w", "i", "d", "e", "s", "t", "</w>"): 3}
 merges = learn_merges(corpus, 5)
 print(merges)
+
+# %% tags=["checks"]
 assert [a + b for a, b in merges] == ["es", "est", "est</w>", "lo", "low"]
 
 # %% [markdown]
@@ -110,8 +123,10 @@ assert [a + b for a, b in merges] == ["es", "est", "est</w>", "lo", "low"]
 byte_bpe = toks["byte BPE"]
 for s in ["the fox sleeps .", "语言模型", "emoji 🦊!", ""]:
     ids = byte_bpe.encode(s)
-    assert byte_bpe.decode(ids) == s
     print(f"{s!r:>18} -> {len(ids):2d} ids {[byte_bpe.id_to_token(i) for i in ids][:8]}")
+
+# %% tags=["checks"]
+assert all(byte_bpe.decode(byte_bpe.encode(x)) == x for x in ["the fox sleeps .", "语言模型", "emoji 🦊!", ""])
 assert len(byte_bpe.encode("语言模型")) == 3 * 4 == len("语言模型".encode("utf-8"))
 assert ByteBPETokenizer().vocab_size == 256 + 1                 # untrained: the bytes and <|endoftext|>
 
@@ -124,6 +139,8 @@ assert ByteBPETokenizer().vocab_size == 256 + 1                 # untrained: the
 wp = WordPieceTokenizer.from_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
                                     "un", "##aff", "##able", "run", "##ning", "##n"])
 print(wp.tokenize("unaffable running"), wp.tokenize("xyz"))
+
+# %% tags=["checks"]
 assert wp.tokenize("unaffable running") == ["un", "##aff", "##able", "run", "##ning"]
 assert wp.tokenize("xyz") == ["[UNK]"]
 
@@ -135,16 +152,37 @@ assert wp.tokenize("xyz") == ["[UNK]"]
 # %%
 eot = byte_bpe.token_to_id("<|endoftext|>")
 ids = byte_bpe.encode("a fox .<|endoftext|>the cat")
+print(f"<|endoftext|> is id {eot} (the last id, as in GPT-2)")
+
+# %% tags=["checks"]
 assert ids.count(eot) == 1 and byte_bpe.decode(ids) == "a fox .<|endoftext|>the cat"
 assert eot == byte_bpe.vocab_size - 1
-print(f"<|endoftext|> is id {eot} (the last id, as in GPT-2)")
 
 # %% [markdown]
 # **Summary.** Characters and bytes trade long sequences for a closed vocabulary; words
 # trade a huge vocabulary for unknown words; BPE and WordPiece sit between, learning
 # frequent pieces from data. GPT-2 chose byte-level BPE so that no input can fail;
 # BERT's WordPiece keeps whole words where it can and marks continuations with `##`.
+
+# %% [markdown]
+# ## Exercises
+# 1. Plot `T` of the test sentence against `num_merges` for BPE.
+# 2. Why must a special token never be producible by a merge? Show that the text
+#    `<|endoftext|>` typed inside a sentence becomes one id, and what the pieces of
+#    `<|endoftext` (without the closing bar) are.
 #
-# **Exercises.** (1) Plot `T` of the test sentence against `num_merges` for BPE. (2) Train
-# byte BPE on text with Chinese in it: how many merges until a Chinese character is one
-# token? (3) Why must a special token never be producible by a merge?
+# ## Solutions
+
+# %%
+# 1. Every merge can only shorten the sequence, and the first merges shorten it most.
+merges = [0, 10, 20, 40, 60, 100]
+lengths = [len(BPETokenizer().fit(train_text, num_merges=n).encode(test_text)) for n in merges]
+fig, ax = plt.subplots(figsize=(5, 3))
+ax.plot(merges, lengths, "o-"); ax.set_xlabel("number of merges"); ax.set_ylabel("tokens T")
+ax.set_title("BPE: the test sentence's length against merges"); plt.tight_layout(); plt.show()
+
+# %%
+# 2. A special token is matched before any merge runs, so it is always one id; if merges
+#    could build it, ordinary text could forge a document boundary. Its prefix is ordinary text.
+print(byte_bpe.encode("x <|endoftext|> y").count(eot), "id for the special token;",
+      [byte_bpe.id_to_token(i) for i in byte_bpe.encode("<|endoftext")])

@@ -22,14 +22,18 @@
 # attention masks that turn one Transformer into each model.
 
 # %%
-import functools
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from minipt.objectives import IGNORE, mask_tokens, span_corruption
-from minipt.objectives.bart_noise import (document_rotation, sentence_permutation, text_infilling,
-                                          token_deletion, token_masking)
+from minipt.objectives.bart_noise import (
+    document_rotation,
+    sentence_permutation,
+    text_infilling,
+    token_deletion,
+    token_masking,
+)
 from minipt.objectives.electra import discriminator_inputs, generator_inputs
 from minipt.objectives.permutation import glm_blank_infilling, permutation_lm
 from minipt.objectives.sentence_pairs import sentence_order_prediction
@@ -93,6 +97,8 @@ chosen = tgt != IGNORE
 masked, unchanged = (inp[chosen] == S("[MASK]")).mean(), (inp[chosen] == batch[chosen]).mean()
 print(f"chosen {chosen.mean():.4f} (0.15) of {batch.size:,} tokens; of those [MASK] {masked:.3f} (0.8), "
       f"unchanged {unchanged:.3f} (0.1 + 0.1/{len(ORDINARY)})")
+
+# %% tags=["checks"]
 assert abs(chosen.mean() - 0.15) < 0.005 and abs(masked - 0.8) < 0.02
 assert abs(unchanged - (0.1 + 0.1 / len(ORDINARY))) < 0.02
 
@@ -114,16 +120,48 @@ panels = [("prefix LM", prefix_mask)] + [(f"UniLM {k}", m) for k, m in uni.items
          [("XLNet content", xl["content_mask"]), ("XLNet query", xl["query_mask"]), ("GLM", glm["mask"])]
 fig, axes = plt.subplots(2, 4, figsize=(12, 6))
 for ax, (title, m) in zip(axes.ravel(), panels):
-    ax.imshow(m, cmap="viridis", vmin=0, vmax=1)
+    im = ax.imshow(m, cmap="viridis", vmin=0, vmax=1)
     ax.set_title(title, fontsize=9); ax.set_xticks([]); ax.set_yticks([])
-plt.tight_layout(); plt.show()
+    ax.set_xlabel("key position", fontsize=8); ax.set_ylabel("query position", fontsize=8)
+fig.colorbar(im, ax=axes, ticks=[0, 1], shrink=0.6, label="1: the query may attend to the key")
+fig.suptitle("the attention masks of the objectives")
+plt.show()
 
 # %% [markdown]
 # **Summary.** Causal LM predicts every next token; MLM predicts 15 % of tokens from both
 # sides; T5 and BART corrupt spans and reconstruct them with a decoder; UniLM, the prefix
 # LM, XLNet and GLM reuse one stack and change only the mask. SpanBERT and ERNIE mask
 # whole units; ELECTRA learns from every token by spotting replacements.
+
+# %% [markdown]
+# ## Exercises
+# 1. Why does BERT keep 10 % of the chosen tokens unchanged? Measure the three shares on
+#    a long sequence with `mask_tokens`.
+# 2. In the XLNet panels, why may a query not see its own position?
+# 3. Count how many target tokens T5's span corruption produces per input token at 15 %
+#    noise and mean span 3.
 #
-# **Exercises.** (1) Why does BERT keep 10 % of the chosen tokens unchanged? (2) In the
-# XLNet panels, why may a query not see its own position? (3) Count how many target
-# tokens T5's span corruption produces per input token at 15 % noise and mean span 3.
+# ## Solutions
+
+# %%
+# 1. At fine-tuning time there is no [MASK]: if the model only ever predicted at [MASK], it
+#    would learn nothing about real tokens' own vectors. Keeping 10 % unchanged (and 10 %
+#    random) makes every input token a possible target. The shares of the chosen tokens:
+long = np.tile(sentence, 500)
+inp_l, tgt_l = mask_tokens(long, np.random.default_rng(0), mask_id=S("[MASK]"), vocab_size=V,
+                           special_ids=range(len(specials)), random_ids=ORDINARY)
+chosen = tgt_l != IGNORE
+print(f"chosen {chosen.mean():.3f}: [MASK] {np.mean(inp_l[chosen] == S('[MASK]')):.2f}, "
+      f"unchanged {np.mean(inp_l[chosen] == long[chosen]):.2f}, other {np.mean((inp_l[chosen] != long[chosen]) & (inp_l[chosen] != S('[MASK]'))):.2f}")
+
+# %%
+# 2. The query stream predicts the token at its own position: seeing its content would give
+#    the answer away. It sees only its position (and the tokens before it in the order).
+print("diagonal of the XLNet query mask:", np.diag(xl["query_mask"]).astype(int))
+
+# %%
+# 3. Noise 0.15 L in spans of 3 gives 0.05 L spans: the target is 0.15 L tokens + 0.05 L
+#    sentinels (+1 at the end), about 0.2 per input token; the input shrinks to 0.9 L.
+ids_long = np.arange(len(specials), len(specials) + 1000) % V
+enc, dec = span_corruption(ids_long, np.random.default_rng(0), list(range(200)))
+print(f"per input token: target {len(dec) / len(ids_long):.3f}, encoder input {len(enc) / len(ids_long):.3f}")

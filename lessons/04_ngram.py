@@ -18,7 +18,8 @@
 # probabilities read off counts:
 #
 # $$P(w \mid h) = \frac{c(h\,w)}{c(h)},\qquad h = w_{t-n+1}\dots w_{t-1}.$$
-#
+
+# %% [markdown]
 # This lesson counts n-grams in NumPy, meets the zero-count problem, fixes it three ways
 # (add-$k$, absolute-discount back-off, interpolated Kneser-Ney), measures every model in
 # perplexity against the toy language's **oracle** (its exact probability, known because
@@ -48,6 +49,8 @@ mle = NGramLM(3, order=2, smoothing="mle").fit(toy)
 bigrams = mle.tables[1]
 print("bigram keys (3 * first + second):", bigrams["keys"], "counts:", bigrams["count"])
 print("P(. | b) =", mle.distribution([1]))
+
+# %% tags=["checks"]
 assert bigrams["keys"].tolist() == [1, 3, 5, 6] and bigrams["count"].tolist() == [2, 1, 1, 1]
 
 # %% [markdown]
@@ -61,7 +64,8 @@ assert bigrams["keys"].tolist() == [1, 3, 5, 6] and bigrams["count"].tolist() ==
 #   the mass freed, $D\,N_{1+}(h\,\cdot)/c(h)$, to the lower-order model:
 #
 # $$P(w\mid h) = \frac{\max(c(hw) - D, 0)}{c(h)} + \frac{D\,N_{1+}(h\,\cdot)}{c(h)}\,P(w \mid h').$$
-#
+
+# %% [markdown]
 # The lower orders do not use raw counts but **continuation counts**
 # $N_{1+}(\cdot\,h\,w)$: in how many different contexts has $h\,w$ appeared? The
 # lower-order model is consulted exactly when the longer context is new, so it should
@@ -75,6 +79,8 @@ assert bigrams["keys"].tolist() == [1, 3, 5, 6] and bigrams["count"].tolist() ==
 # %%
 kn = NGramLM(3, order=2, smoothing="kn", discount=0.5).fit(toy)
 print("P_1 =", kn.distribution([]), " P(. | a) =", kn.distribution([0]))
+
+# %% tags=["checks"]
 assert np.allclose(kn.distribution([]), [0.5, 0.25, 0.25]) and np.isclose(kn.distribution([0])[1], 0.8125)
 
 # %% [markdown]
@@ -94,6 +100,8 @@ uni = kn3.tables[0]
 row = lambda w: np.searchsorted(uni["keys"], vocab.index[w])      # the unigram's place in the sorted keys
 for w in ("river", "castle", "sees", "."):
     print(f"{w:>7}: count {int(uni['count'][row(w)]):6d}, continuation count {int(uni['cont'][row(w)])}")
+
+# %% tags=["checks"]
 assert len(vocab) == 80 and len(val) == 20_029
 assert all(uni["cont"][row(w)] == 2 for w in ("river", "forest", "castle", "garden"))
 
@@ -115,6 +123,8 @@ for smoothing in ("mle", "addk", "backoff", "kn"):
 print(f"  oracle: {oracle:.3f} nats/word, perplexity {math.exp(oracle):.2f}, {oracle / math.log(2):.3f} bits/word")
 best = results["kn"][2]
 print(f"trigram KN: {best:.3f} nats/word, perplexity {math.exp(best):.2f}, gap to the oracle {best - oracle:.3f}")
+
+# %% tags=["checks"]
 assert abs(oracle - 1.792) < 5e-4 and abs(math.exp(oracle) - 6.00) < 5e-3
 
 # %% [markdown]
@@ -130,6 +140,16 @@ assert abs(oracle - 1.792) < 5e-4 and abs(math.exp(oracle) - 6.00) < 5e-3
 #   to estimate 4- and 5-grams (KN 1.866 and 1.975).
 
 # %%
+
+fig, ax = plt.subplots(figsize=(5.5, 3.2))
+for smoothing in ("addk", "backoff", "kn"):
+    ax.plot(orders, results[smoothing], "o-", label=smoothing)
+ax.axhline(oracle, color="k", ls="--", label="oracle")
+ax.set_xlabel("order n"); ax.set_ylabel("validation nats/word"); ax.set_ylim(1.7, 3.3); ax.legend()
+ax.set_title("n-gram smoothing against the oracle")
+plt.show()
+
+# %% tags=["checks"]
 assert all(np.isinf(results["mle"][i]) for i in range(1, 5))
 assert abs(results["addk"][2] - 2.002) < 5e-4 and abs(results["addk"][4] - 3.161) < 5e-4
 assert all(results["kn"][i] < min(results["addk"][i], results["backoff"][i]) for i in range(1, 5))
@@ -137,13 +157,6 @@ assert abs(best - 1.818) < 5e-4 and abs(math.exp(best) - 6.16) < 5e-3 and abs(be
 assert abs(results["backoff"][2] - 1.826) < 5e-4
 assert abs(results["kn"][3] - 1.866) < 5e-4 and abs(results["kn"][4] - 1.975) < 5e-4
 assert min(range(5), key=lambda i: results["kn"][i]) == 2
-
-fig, ax = plt.subplots(figsize=(5.5, 3.2))
-for smoothing in ("addk", "backoff", "kn"):
-    ax.plot(orders, results[smoothing], "o-", label=smoothing)
-ax.axhline(oracle, color="k", ls="--", label="oracle")
-ax.set_xlabel("order n"); ax.set_ylabel("validation nats/word"); ax.set_ylim(1.7, 3.3); ax.legend()
-plt.show()
 
 # %% [markdown]
 # ## 5. The same model through the protocol, and sampling
@@ -154,9 +167,11 @@ plt.show()
 # %%
 idx = val[None, :32]
 loss, logits = kn3(idx[:, :-1], idx[:, 1:])
-assert np.allclose(np.exp(logits).sum(-1), 1.0)
 sample = kn3.sample([nl, nl], 30, np.random.default_rng(0))
 print(" ".join("\n" if vocab.words[i] == NL else vocab.words[i] for i in sample))
+
+# %% tags=["checks"]
+assert np.allclose(np.exp(logits).sum(-1), 1.0)
 
 # %% [markdown]
 # **Summary.** Counting is cheap and exact; smoothing decides everything else. Kneser-Ney's
@@ -164,6 +179,21 @@ print(" ".join("\n" if vocab.words[i] == NL else vocab.words[i] for i in sample)
 # language. What no count can do is share strength between *similar* words: "king" and
 # "queen" are two unrelated ids to an n-gram. The next lesson's neural LM learns a vector
 # per word so that they need not be.
+
+# %% [markdown]
+# ## Exercises
+# 1. Set `discount=0.75` for every order of the KN trigram and compare with the estimated
+#    discounts $n_1 / (n_1 + 2 n_2)$.
+# 2. Train on the first 20,000 words only: at which order is KN best now?
 #
-# *Exercises.* (1) Set `discount=0.75` for every order and compare with the estimated
-# $n_1 / (n_1 + 2 n_2)$. (2) Train on 20,000 words: at which order is KN best now?
+# ## Solutions
+
+# %%
+# 1. A fixed discount is close to the estimated one on this language.
+fixed = stream_nats(NGramLM(len(vocab), order=3, smoothing="kn", discount=0.75).fit(train), val, nl)
+print(f"KN trigram, discount 0.75: {fixed:.4f}; estimated discounts: {results['kn'][2]:.4f} nats/word")
+
+# %%
+# 2. With ten times less data, longer contexts are even rarer.
+small = {n: stream_nats(NGramLM(len(vocab), order=n, smoothing="kn").fit(train[:20_000]), val, nl) for n in orders}
+print("KN on 20,000 words:", {n: round(x, 3) for n, x in small.items()}, "best order", min(small, key=small.get))

@@ -26,11 +26,12 @@
 # %%
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from minipt.core.gradcheck import check_module
 from minipt.data.hmm_language import HMMLanguage
-from minipt.data.toy_grammar import SENSES
+from minipt.data.toy_grammar import CATEGORIES, SENSES
 from minipt.models.classic.glove import GloVe, cooccurrence
 from minipt.models.classic.glove import tiny as glove_tiny
 from minipt.models.classic.word2vec import Word2Vec, huffman_tree, tiny_variant
@@ -55,6 +56,8 @@ points, codes = huffman_tree(counts)
 for w in range(6):
     n = int((points[w] >= 0).sum())
     print(f"word {w} (count {counts[w]:2d}): code {''.join(map(str, codes[w, :n]))}")
+
+# %% tags=["checks"]
 assert (points >= 0).sum(1).tolist() == [1, 3, 3, 3, 4, 4]
 
 # %% [markdown]
@@ -62,16 +65,18 @@ assert (points >= 0).sum(1).tolist() == [1, 3, 3, 3, 4, 4]
 # float64 gradient check, and so does GloVe's weighted least squares:
 
 # %%
+checks = {}
 for arch in ("cbow", "skipgram"):
     for output in ("neg", "hs"):
         model, batch = tiny_variant(arch, output)
-        r = check_module(model, *batch, select=lambda out: out[0])
-        print(f"{arch:>8} + {output}: max relative error {r.max_error():.1e}")
-        assert r.passed
+        checks[arch, output] = check_module(model, *batch, select=lambda out: out[0])
+        print(f"{arch:>8} + {output}: max relative error {checks[arch, output].max_error():.1e}")
 model, batch = glove_tiny()
-r = check_module(model, *batch, select=lambda out: out[0])
-print(f"   GloVe: max relative error {r.max_error():.1e}")
-assert r.passed
+checks["GloVe"] = check_module(model, *batch, select=lambda out: out[0])
+print(f"   GloVe: max relative error {checks['GloVe'].max_error():.1e}")
+
+# %% tags=["checks"]
+assert all(r.passed for r in checks.values())
 
 # %% [markdown]
 # Training does not call the model's backward: the inner loop is a Numba kernel
@@ -108,7 +113,7 @@ for arch in ("skipgram", "cbow"):
 t0 = time.perf_counter()
 i, j, x = cooccurrence(docs, len(vocab), window=5)
 glove = GloVe(len(vocab), 32, rng=np.random.default_rng(0))
-glove.fit(i, j, x, epochs=150, lr=1.0, batch_size=256, rng=np.random.default_rng(1))
+glove_loss = glove.fit(i, j, x, epochs=150, lr=1.0, batch_size=256, rng=np.random.default_rng(1))
 vectors["GloVe"], seconds["GloVe"] = glove.vectors(), time.perf_counter() - t0
 t0 = time.perf_counter()
 vectors["PPMI+SVD"], seconds["PPMI+SVD"] = ppmi_svd(docs, len(vocab), window=2, dim=20), time.perf_counter() - t0
@@ -125,13 +130,34 @@ print(f"chance on the analogies: {1 / (len(vocab) - 3):.3f}")
 # - **category gap**: mean cosine within a category minus across categories.
 # - **purity**: the share of each word's 3 nearest categorised words that share its
 #   category.
-#
+
+# %% [markdown]
 # Every model is far above chance (0.014). Skip-gram with negative sampling answers 0.59
 # of the analogies (19 of 32), skip-gram with hierarchical softmax 0.56, CBOW 0.44 with
 # negative sampling and 0.53 with hierarchical softmax, GloVe 0.44, and the count
 # baseline 0.56. CBOW groups the categories most tightly (gap 0.44 and 0.49, against
 # 0.26 to 0.29 for skip-gram and GloVe and 0.37 for PPMI+SVD), and every model's
 # neighbourhoods are between 0.82 (GloVe) and 0.93 (CBOW + hierarchical softmax) pure.
+# The same table as a picture, with GloVe's training loss (its objective has no
+# held-out set and no known floor, so the curve shows only that it converged):
+
+# %%
+names = list(scores)
+fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
+acc_an = np.array([scores[n]["analogy"] for n in names])
+axes[0].bar(names, acc_an, yerr=np.sqrt(acc_an * (1 - acc_an) / 32), capsize=3, color="tab:blue")
+axes[0].axhline(1 / (len(vocab) - 3), color="k", ls="--", lw=0.8, label="chance")
+axes[0].set_ylabel("share of 32 analogies right"); axes[0].legend(fontsize=7)
+axes[0].set_title("analogies (± binomial s.e.)", fontsize=10)
+for ax, key, label in [(axes[1], "category_gap", "cosine within - across"), (axes[2], "purity", "share of 3 neighbours")]:
+    ax.bar(names, [scores[n][key] for n in names], color="tab:orange" if key == "purity" else "tab:green")
+    ax.set_ylabel(label); ax.set_title(key.replace("_", " "), fontsize=10)
+for ax in axes[:3]:
+    ax.set_xlabel("model"); ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+axes[3].plot(np.arange(1, len(glove_loss) + 1), glove_loss)
+axes[3].set_yscale("log"); axes[3].set_xlabel("epoch"); axes[3].set_ylabel("loss per pair (log)")
+axes[3].set_title("GloVe's training loss", fontsize=10)
+plt.tight_layout(); plt.show()
 
 # %% tags=["checks"]
 right = {name: round(s["analogy"] * 32) for name, s in scores.items()}
@@ -144,12 +170,34 @@ assert abs(min(purity) - scores["GloVe"]["purity"]) < 1e-12 and abs(min(purity) 
 assert abs(max(purity) - scores["cbow+hs"]["purity"]) < 1e-12 and abs(max(purity) - 0.93) < 0.005
 
 # %% [markdown]
-# ## 3. Nearest neighbours
+# ## 3. Nearest neighbours, and the vectors in the plane
+# Skip-gram with negative sampling: the nearest words by cosine, then every categorised
+# word's vector projected on its two principal components, coloured by its category in
+# the grammar (the model never saw the categories).
 
 # %%
 sv = StaticVectors(vectors["skipgram+neg"], vocab)
 for w in ("king", "bread", "river", "sees", "happy"):
     print(f"{w:>6}: " + ", ".join(f"{n} {s:.2f}" for n, s in sv.nearest(w, 4)))
+
+# %%
+classes = list(CATEGORIES)
+shown = [(w, k) for k, c in enumerate(classes) for w in CATEGORIES[c]]
+X = np.stack([vectors["skipgram+neg"][ix[w]] for w, _ in shown]).astype(np.float64)   # (n, 32)
+X = X - X.mean(axis=0)
+_, sv_s, Vt = np.linalg.svd(X, full_matrices=False)
+pc = X @ Vt[:2].T                                                                      # (n, 2)
+fig, ax = plt.subplots(figsize=(7, 5))
+sc = ax.scatter(pc[:, 0], pc[:, 1], c=[k for _, k in shown], cmap=plt.get_cmap("tab10", len(classes)),
+                vmin=-0.5, vmax=len(classes) - 0.5, s=25)
+for (px, py), (w, _) in zip(pc, shown):
+    ax.annotate(w, (px, py), fontsize=7, xytext=(2, 2), textcoords="offset points")
+cb = fig.colorbar(sc, ticks=range(len(classes)))
+cb.ax.set_yticklabels(classes); cb.set_label("category in the grammar")
+ax.set_xlabel("principal component 1"); ax.set_ylabel("principal component 2")
+ax.set_title("skip-gram + negative sampling word vectors, PCA")
+plt.tight_layout(); plt.show()
+print(f"the two components keep {(sv_s[:2] ** 2).sum() / (sv_s ** 2).sum():.0%} of the variance")
 
 # %% [markdown]
 # ## 4. Where static vectors fail: one vector per word
@@ -164,7 +212,10 @@ senses = {w: [SENSES[w][s] for w_, s in zip(words, states) if w_ == w] for w in 
 for w in SENSES:
     acc, majority = sense_accuracy(sv, w, senses[w])
     print(f"{w}: {len(senses[w])} tokens; sense accuracy {acc:.2f} (majority share {majority:.2f})")
-    assert acc <= majority + 1e-12
+print("nearest words to 'bat':", ", ".join(n for n, _ in sv.nearest("bat", 3)))
+
+# %% tags=["checks"]
+assert all(sense_accuracy(sv, w, senses[w])[0] <= sense_accuracy(sv, w, senses[w])[1] + 1e-12 for w in SENSES)
 assert len(senses["bank"]) == 2391 and len(senses["bat"]) == 3227
 assert abs(sense_accuracy(sv, "bank", senses["bank"])[0] - 0.62) < 0.005
 assert abs(np.mean(np.array(senses["bank"]) == "bank/river") - 0.62) < 0.005
@@ -182,8 +233,9 @@ assert [n for n, _ in sv.nearest("bat", 3)] == ["key", "stone", "ball"]
 # With the sense labels given, the corpus can spell the two senses as two words
 # ("bank/river", "bank/money") and train again: each sense gets its own vector, in its
 # own neighbourhood: "bank/river" among the places, "bat/animal" among the animals,
-# "bank/money" next to coin and gold, "bat/thing" next to stone, key and ball. Contextual models (ELMo, BERT) get there without labels: the vector
-# of a token depends on the sentence around it.
+# "bank/money" next to coin and gold, "bat/thing" next to stone, key and ball.
+# Contextual models (ELMo, BERT) get there without labels: the vector of a token
+# depends on the sentence around it.
 
 # %%
 split_words = [SENSES[w][s] if w in SENSES else w for w, s in zip(words, states)]
@@ -197,6 +249,8 @@ for w in ("bank", "bat"):
     print(f"one vector for {w!r}: " + ", ".join(n for n, _ in sv.nearest(w, 5)))
     for sense in SENSES[w].values():
         print(f"   {sense:>11}: " + ", ".join(n for n, _ in split_sv.nearest(sense, 5)))
+
+# %% tags=["checks"]
 near = lambda sense, k: {n for n, _ in split_sv.nearest(sense, k)}
 assert near("bank/river", 5) <= {"river", "forest", "house", "garden", "field", "castle"}
 assert near("bat/animal", 5) <= {"cat", "dog", "fox", "bird", "horse"}
@@ -222,6 +276,39 @@ else:
 # two to be closely related. Two limits remain, and they are the bridge to ELMo: one vector
 # per word whatever the sentence (the senses of "bank" merge), and none for a word never
 # seen.
+
+# %% [markdown]
+# ## Exercises
+# 1. Train skip-gram with negative sampling and `sample=0` (no subsampling of frequent
+#    words). How do the analogy score and the category gap change?
+# 2. The Huffman tree: what code lengths do six words of equal counts get, and why does
+#    that make hierarchical softmax cost $\log_2 V$ per word?
+# 3. Answer one analogy by hand: which word is nearest to king − man + woman in the
+#    skip-gram vectors?
 #
-# *Exercises.* (1) Train skip-gram with `sample=0` (no subsampling): what happens to the
-# vectors of "the" and "."? (2) GloVe's $x_{\max}$: try 10 and 1000.
+# ## Solutions
+
+# %%
+# 1. Without subsampling the frequent words ("the", ".", "a") make most of the pairs.
+#    On this language the analogies barely move and the categories cluster more tightly:
+model_ns = Word2Vec(len(vocab), 32, arch="skipgram", output="neg", window=4, counts=counts, sample=0,
+                    rng=np.random.default_rng(0))
+model_ns.fit(docs, epochs=5, rng=np.random.default_rng(1))
+no_sub = evaluate(model_ns.vectors(), vocab)
+print(f"sample=0: analogies {no_sub['analogy']:.2f}, category gap {no_sub['category_gap']:.2f} "
+      f"(with subsampling {scores['skipgram+neg']['analogy']:.2f}, {scores['skipgram+neg']['category_gap']:.2f})")
+
+# %%
+# 2. Equal counts give a balanced tree: every code has log2(6) rounded, 2 or 3 bits. Each
+#    word's probability is a product of one sigmoid per bit, so a word costs ~log2 V dot products.
+p_eq, c_eq = huffman_tree(np.full(6, 10))
+print("code lengths:", (p_eq >= 0).sum(1).tolist(), " log2(6) =", round(np.log2(6), 2))
+
+# %%
+# 3. b - a + c with a, b, c excluded from the answers.
+E = vectors["skipgram+neg"] / np.linalg.norm(vectors["skipgram+neg"], axis=1, keepdims=True)
+q = E[ix["king"]] - E[ix["man"]] + E[ix["woman"]]
+sims = E @ q
+for w in ("king", "man", "woman"):
+    sims[ix[w]] = -np.inf
+print("king - man + woman ->", vocab[int(np.argmax(sims))])

@@ -19,12 +19,10 @@
 # sentence by a bidirectional language model, and lets a downstream task mix the biLM's
 # layers. This lesson trains a small ELMo on the toy language, whose two polysemous
 # words ("bank": river / money, "bat": animal / thing) come with the true sense of every
-# token, and measures:
-#
-# 1. each direction's perplexity against the toy language's oracle;
-# 2. a sense probe on static vectors against the same probe on each ELMo layer;
-# 3. the claim that lower layers carry syntax and higher ones semantics;
-# 4. words never seen in training, encoded through their characters.
+# token. It builds two of ELMo's parts by hand (the highway layer, the scalar mix), then
+# measures each direction's perplexity, a sense probe on static vectors against each
+# ELMo layer, whether lower layers carry syntax and higher ones semantics, and words
+# never seen in training.
 #
 # Shapes: `B` batch, `T` time, `C` channels, `V` vocabulary, `D` model width, `H` LSTM
 # cell width, `L` characters per word.
@@ -32,8 +30,10 @@
 # %%
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 
+from minipt import gradcheck
 from minipt.core.gradcheck import check_module
 from minipt.data import toy_tasks
 from minipt.data.hmm_language import HMMLanguage
@@ -42,6 +42,8 @@ from minipt.data.toy_words import toy_word_stream, word_tokenizer
 from minipt.models import registry
 from minipt.models.classic.word2vec import Word2Vec
 from minipt.models.recurrent.elmo import ELMo
+from minipt.nn.char_cnn import Highway
+from minipt.ops.scalar_mix import scalar_mix_backward, scalar_mix_forward
 from minipt.tasks.probe import fit_probe
 from minipt.tasks.word_vectors import ppmi_svd
 from minipt.train import TrainConfig, train
@@ -56,12 +58,13 @@ from minipt.train import TrainConfig, train
 # character CNN with highway layers: every word is spelled, so it has a vector even if
 # it was never seen) and the **softmax**. The LSTM stacks stay separate: the forward stack
 # never sees the right context, the backward stack never sees the left one, or each
-# would simply copy the word it must predict. In minipt a batch is that of any causal LM,
-# `idx = w_0..w_{T-1}`, `targets = w_1..w_T`; the model reads `w_0..w_T` once, the forward
-# output at `k` predicts `w_{k+1}`, the backward output at `k+1` predicts `w_k`, and the
-# loss is the mean of the two directions' cross-entropies.
-#
-# Before training anything, the whole biLM loss (characters, convolutions, max-pooling,
+# would simply copy the word it must predict.
+
+# %% [markdown]
+# In minipt a batch is that of any causal LM, `idx = w_0..w_{T-1}`, `targets = w_1..w_T`;
+# the model reads `w_0..w_T` once, the forward output at `k` predicts `w_{k+1}`, the
+# backward output at `k+1` predicts `w_k`, and the loss is the mean of the two
+# directions' cross-entropies. Before training anything, the whole biLM loss (characters, convolutions, max-pooling,
 # highways, both LSTMP stacks with their residual connection, the shared softmax) is
 # checked against central differences in float64:
 
@@ -69,10 +72,122 @@ from minipt.train import TrainConfig, train
 tiny, batch = registry.get("elmo").tiny()
 result = check_module(tiny, *batch, select=lambda out: out[0])
 print(f"{len(result.arrays)} parameter arrays, worst relative error {result.max_error():.1e}")
+
+# %% tags=["checks"]
 assert result.passed
 
 # %% [markdown]
-# ## 2. Training on the toy language
+# ## 2. The highway layer, by hand
+# The character CNN's pooled features pass highway layers (Srivastava, Greff &
+# Schmidhuber 2015). A gate $t$ chooses, per feature, between transforming and carrying:
+#
+# $$h = \mathrm{relu}(x W_H^\top + b_H),\quad t = \sigma(x W_T^\top + b_T),\quad
+#   y = t \odot h + (1 - t) \odot x.$$
+#
+# Backward: $y$ depends on $x$ three ways, so $dx$ has three terms: the carry path
+# $dy \odot (1-t)$, the transform path through $h$ and the gate path through $t$, whose
+# gradient is $dy \odot (h - x)$.
+
+# %%
+def highway_forward(x, p):
+    """x (N, F) -> y (N, F), cache. p: WH, bH (transform), WT, bT (gate)."""
+    a = x @ p["WH"].T + p["bH"]                          # (N, F)
+    h = np.maximum(a, 0)                                 # (N, F)
+    t = 1 / (1 + np.exp(-(x @ p["WT"].T + p["bT"])))     # (N, F) the gate
+    return t * h + (1 - t) * x, (x, a, h, t)
+
+
+def highway_backward(dy, cache, p):
+    """dy (N, F) -> {x, WH, bH, WT, bT}."""
+    x, a, h, t = cache
+    da = dy * t * (a > 0)                                # (N, F) through relu
+    dg = dy * (h - x) * t * (1 - t)                      # (N, F) through the sigmoid gate
+    return {"x": dy * (1 - t) + da @ p["WH"] + dg @ p["WT"],   # carry + transform + gate
+            "WH": da.T @ x, "bH": da.sum(0), "WT": dg.T @ x, "bT": dg.sum(0)}
+
+
+r = np.random.default_rng(0)
+N, F = 5, 6
+hw = {"x": r.standard_normal((N, F)), "WH": r.standard_normal((F, F)) / 2, "bH": r.standard_normal(F) / 2,
+      "WT": r.standard_normal((F, F)) / 2, "bT": r.standard_normal(F) / 2}
+
+
+def run_highway():
+    y, cache = highway_forward(hw["x"], hw)
+    return y, lambda dy: highway_backward(dy, cache, hw)
+
+
+hw_check = gradcheck(run_highway, hw)
+print(hw_check)
+lib_hw = Highway(F, rng=np.random.default_rng(0), dtype=np.float64)        # minipt's layer, same weights
+for name, key in [("transform.weight", "WH"), ("transform.bias", "bH"), ("gate.weight", "WT"), ("gate.bias", "bT")]:
+    lib_hw.parameters()[name][...] = hw[key]
+dy = r.standard_normal((N, F))
+y_hand, cache = highway_forward(hw["x"], hw)
+g_hand = highway_backward(dy, cache, hw)
+lib_hw.zero_grad()
+np.testing.assert_allclose(lib_hw(hw["x"]), y_hand, rtol=1e-12)
+np.testing.assert_allclose(lib_hw.backward(dy), g_hand["x"], rtol=1e-10, atol=1e-12)
+for name, key in [("transform.weight", "WH"), ("transform.bias", "bH"), ("gate.weight", "WT"), ("gate.bias", "bT")]:
+    np.testing.assert_allclose(lib_hw.gradients()[name], g_hand[key], rtol=1e-10, atol=1e-12)
+print("the highway written here equals minipt's Highway: output, dx and the four weight gradients")
+
+# %% tags=["checks"]
+assert hw_check.passed and hw_check.max_error() < 1e-6
+
+# %% [markdown]
+# ## 3. The scalar mix, by hand
+# A downstream task does not take one biLM layer: it learns a softmax-normalised weight
+# $s_j$ per layer and a scale $\gamma$ (Peters et al. 2018, eq. 1):
+# $\mathrm{ELMo}_k = \gamma \sum_j s_j h_{k,j}$, $s = \mathrm{softmax}(w)$.
+# With $a_j = \sum dy \odot h_j$ (summed over tokens and channels), the backward is
+# $dh_j = \gamma s_j\, dy$, $d\gamma = \sum_j s_j a_j$ and, through the softmax,
+# $dw_j = \gamma s_j (a_j - \sum_i s_i a_i)$.
+
+# %%
+def mix_forward(layers, w, gamma):
+    """layers: list of L+1 arrays (B, T, C); w (L+1,), gamma (1,) -> y (B, T, C), cache."""
+    s = np.exp(w - w.max()) / np.exp(w - w.max()).sum()  # (L+1,)
+    mixed = sum(s_j * h for s_j, h in zip(s, layers))     # (B, T, C)
+    return gamma[0] * mixed, (layers, s, gamma[0], mixed)
+
+
+def mix_backward(dy, cache):
+    layers, s, gamma, mixed = cache
+    a = np.array([np.sum(dy * h) for h in layers])        # (L+1,)
+    grads = {f"h{j}": gamma * s[j] * dy for j in range(len(layers))}
+    grads["w"] = gamma * s * (a - s @ a)                  # (L+1,) softmax's Jacobian
+    grads["gamma"] = np.array([np.sum(dy * mixed)])       # (1,)
+    return grads
+
+
+sm = {**{f"h{j}": r.standard_normal((2, 4, 3)) for j in range(3)}, "w": r.standard_normal(3),
+      "gamma": np.array([1.3])}
+
+
+def run_mix():
+    y, cache = mix_forward([sm["h0"], sm["h1"], sm["h2"]], sm["w"], sm["gamma"])
+    return y, lambda dy: mix_backward(dy, cache)
+
+
+mix_check = gradcheck(run_mix, sm)
+print(mix_check)
+dy = r.standard_normal((2, 4, 3))
+y_hand, cache = mix_forward([sm["h0"], sm["h1"], sm["h2"]], sm["w"], sm["gamma"])
+g_hand = mix_backward(dy, cache)
+y_lib, lib_cache = scalar_mix_forward([sm["h0"], sm["h1"], sm["h2"]], sm["w"], sm["gamma"])
+dlayers, dw, dgamma = scalar_mix_backward(dy, lib_cache)
+np.testing.assert_allclose(y_hand, y_lib, rtol=1e-12)
+np.testing.assert_allclose(np.stack([g_hand[f"h{j}"] for j in range(3)]), np.stack(dlayers), rtol=1e-12)
+np.testing.assert_allclose(g_hand["w"], dw, rtol=1e-10, atol=1e-14)
+np.testing.assert_allclose(g_hand["gamma"], dgamma, rtol=1e-12)
+print("the scalar mix written here equals minipt's scalar_mix_forward / scalar_mix_backward")
+
+# %% tags=["checks"]
+assert mix_check.passed and mix_check.max_error() < 1e-6
+
+# %% [markdown]
+# ## 4. Training on the toy language
 # Words, not characters: sentences like "the old king sees his gold near the river ."
 # The oracle (the exact HMM, forward algorithm) gives the best possible loss per word of
 # the validation stream; since $p(t_1..t_N)$ does not depend on the order in which it is
@@ -87,7 +202,7 @@ print(f"ELMo: {elmo.num_parameters():,} parameters, vocabulary {len(vocab)}, "
       f"{elmo.chars.size} character ids")
 t0 = time.perf_counter()
 run = train(elmo, data.get_batch, TrainConfig(steps=600, lr=1e-2, min_lr=1e-3, warmup=20, weight_decay=0.0,
-                                              eval_every=600, eval_batches=10, progress=False))
+                                              eval_every=100, eval_batches=10, progress=False))
 seconds = time.perf_counter() - t0
 rng = np.random.default_rng(1)
 losses = []
@@ -100,10 +215,23 @@ print(f"trained {run.step} steps in {seconds:.0f}s")
 print(f"forward LM  {fwd:.3f} nats/word, perplexity {np.exp(fwd):.2f}")
 print(f"backward LM {bwd:.3f} nats/word, perplexity {np.exp(bwd):.2f}")
 print(f"oracle      {oracle:.3f} nats/word, perplexity {np.exp(oracle):.2f}")
+
+# %%
+steps = [h["step"] for h in run.history]
+val = [(h["step"], h["val_loss"]) for h in run.history if "val_loss" in h]
+fig, ax = plt.subplots(figsize=(6.5, 3.5))
+ax.plot(steps, [h["loss"] for h in run.history], color="tab:blue", alpha=0.4, lw=0.7, label="train (both directions)")
+ax.plot(*zip(*val), "o-", color="tab:orange", ms=3, label="validation (both directions)")
+ax.axhline(oracle, color="k", ls="--", lw=0.8, label=f"oracle {oracle:.3f}")
+ax.set_ylim(oracle - 0.2, 4.0)
+ax.set_xlabel("step"); ax.set_ylabel("loss (nats/word)"); ax.set_title("ELMo's biLM training on the toy language")
+ax.legend(fontsize=8); plt.tight_layout(); plt.show()
+
+# %% tags=["checks"]
 assert 0 < fwd - oracle < 0.1 and 0 < bwd - oracle < 0.1
 
 # %% [markdown]
-# ## 3. Token vectors for sentences with known structure
+# ## 5. Token vectors for sentences with known structure
 # Sentences drawn from the toy language come with the state that generated each word:
 # its tag (`toy_grammar.TAGS`: DET, ADJ, VERB, PREP, noun classes, ...), the sense of
 # "bank" and "bat" (`toy_grammar.SENSES`), and, for a determiner such as "the" or "a",
@@ -148,10 +276,12 @@ te_words, te_tags, te_senses, te_roles, te_feats = token_table(task.test)
 print(f"{len(tr_words):,} training tokens, {len(te_words):,} test tokens; "
       f"sense-labelled {np.sum(tr_senses != None)} / {np.sum(te_senses != None)}, "  # noqa: E711
       f"determiners {np.sum(tr_roles != None)} / {np.sum(te_roles != None)}")  # noqa: E711
+
+# %% tags=["checks"]
 assert all(f.shape[1] == 64 for f in tr_feats)
 
 # %% [markdown]
-# ## 4. Static vectors: one per word
+# ## 6. Static vectors: one per word
 # The baseline: count vectors (positive PMI of co-occurrence within two words, reduced
 # by SVD to 32 dimensions; Levy & Goldberg 2014 show word2vec's skip-gram factorises
 # the same matrix, shifted), and word2vec itself (skip-gram with negative sampling,
@@ -173,7 +303,7 @@ w2v_of = lambda words: np.stack([w2v_vectors[ix[w]] for w in words])  # noqa: E7
 print("static vectors:", static.shape, "and word2vec:", w2v_vectors.shape)
 
 # %% [markdown]
-# ## 5. The sense probe
+# ## 7. The sense probe
 # One probe for both words: a softmax regression over the four senses (bank/river,
 # bank/money, bat/animal, bat/thing), trained on the training tokens and scored on the
 # test tokens. On static vectors it can do no better than pick, for each word, its more
@@ -209,6 +339,31 @@ assert acc_layer[2] > 0.95 and acc_mix > 0.95 and acc_layer[2] - acc_static > 0.
 assert np.argmax(probe.mix.mix()) == 2                 # the task's mix leans on the top layer
 
 # %% [markdown]
+# The same test tokens of "bank" and "bat" in two dimensions (PCA of each representation),
+# coloured by their true sense: word2vec gives every token of a word the same point, so
+# the two senses of a word sit on top of each other (a little random jitter lets the
+# equal points show); ELMo's top layer pulls them apart.
+
+# %%
+def pca2(X):
+    X = X - X.mean(axis=0)
+    return X @ np.linalg.svd(X, full_matrices=False)[2][:2].T                 # (N, 2)
+
+
+sense_codes = np.array([sense_id[x] for x in te_senses[te_s]])
+jitter = np.random.default_rng(0).normal(0, 0.02, (len(sense_codes), 2))    # so that equal points show
+fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+for ax, X, title in [(axes[0], pca2(w2v_of(te_words[te_s])) + jitter, "word2vec (one vector per word)"),
+                     (axes[1], pca2(te_feats[2][te_s]), "ELMo top layer (one vector per token)")]:
+    sc = ax.scatter(X[:, 0], X[:, 1], c=sense_codes, cmap=plt.get_cmap("tab10", len(senses)), vmin=-0.5,
+                    vmax=len(senses) - 0.5, s=12)
+    ax.set_title(title); ax.set_xlabel("principal component 1"); ax.set_ylabel("principal component 2")
+cb = fig.colorbar(sc, ax=axes, ticks=range(len(senses)))
+cb.ax.set_yticklabels(senses); cb.set_label("true sense of the token")
+fig.suptitle('test tokens of "bank" and "bat"')
+plt.show()
+
+# %% [markdown]
 # Static vectors, count-based or word2vec (and ELMo's own token layer, which is static too), can only give each
 # word its more frequent sense; the top biLSTM layer and the learnt mix are above 0.95,
 # and the mix puts most of its weight on the top layer.
@@ -232,10 +387,12 @@ def nn_sense_accuracy(tr, te):
 
 nn_acc = [nn_sense_accuracy(f, g) for f, g in zip(tr_feats, te_feats)]
 print("1-nearest-neighbour sense accuracy by layer:", np.round(nn_acc, 3))
+
+# %% tags=["checks"]
 assert nn_acc[1] > 0.95 and nn_acc[2] > 0.95 and nn_acc[0] < 0.7
 
 # %% [markdown]
-# ## 6. Syntax low, semantics high?
+# ## 8. Syntax low, semantics high?
 # Peters et al. (Sec. 5.3) found part-of-speech tagging best from the first biLSTM layer
 # and word-sense disambiguation best from the second. The toy language lets us ask the
 # same of its own truth, with the same probe on each layer: the **tag** of every token
@@ -253,12 +410,14 @@ def layer_probe(labels_tr, labels_te):
     return [fit_probe([f[keep_tr]], ytr_, [g[keep_te]], yte_)[0] for f, g in zip(tr_feats, te_feats)]
 
 
-assert len(toy_tasks.TAG_SET) == 12 and len(set(tr_tags)) == 12
 tag_acc = layer_probe(tr_tags.astype(object), te_tags.astype(object))
 role_acc = layer_probe(tr_roles, te_roles)
 print(f"{'layer':<8} {'tags':>6} {'det. role':>10} {'senses':>7}")
 for j in range(3):
     print(f"{j:<8} {tag_acc[j]:>6.3f} {role_acc[j]:>10.3f} {acc_layer[j]:>7.3f}")
+
+# %% tags=["checks"]
+assert len(toy_tasks.TAG_SET) == 12 and len(set(tr_tags)) == 12
 assert tag_acc[0] > 0.95 and role_acc[0] < 0.7 and role_acc[1] > 0.95 and role_acc[2] > 0.95
 assert acc_layer[0] <= majority + 1e-12 and acc_layer[2] > 0.95
 
@@ -270,7 +429,8 @@ assert acc_layer[0] <= majority + 1e-12 and acc_layer[2] > 0.95
 #   the token layer); the first biLSTM layer has it (above 0.95).
 # - The **senses** are absent from the token layer (at best the majority sense) and
 #   complete in the top layer.
-#
+
+# %% [markdown]
 # What happens in between is not stable at this scale: in our runs the senses at the
 # first biLSTM layer ranged from 0.92 to 1.00, and the tags above the token layer from
 # 0.95 to 1.00, depending on nothing more than the order of floating-point sums (BLAS
@@ -280,7 +440,7 @@ assert acc_layer[0] <= majority + 1e-12 and acc_layer[2] > 0.95
 # clause per sentence gives the top layer no reason to forget syntax.
 
 # %% [markdown]
-# ## 7. Words the model never saw
+# ## 9. Words the model never saw
 # The token encoder reads characters, so any string has a vector. Spellings close to a
 # known word land near it in the token layer; a character that is not in the character
 # vocabulary becomes `<unk>` (id 3) instead of an error.
@@ -293,7 +453,7 @@ lang_verbs = {w for st, ws in STATES.items() if st.startswith("verb") for w in w
 
 
 def nearest(word, k=3):
-    assert word not in vocab
+    """The k known words nearest to ``word`` (a string not in the vocabulary) in the token layer."""
     v, _ = elmo.sentence_layers([[word]])
     v = v[0][0, 0] / np.linalg.norm(v[0][0, 0])
     return list(known[np.argsort(-(kv @ v))[:k]])
@@ -302,6 +462,8 @@ def nearest(word, k=3):
 for w in ["kings", "rivers", "bankk", "queeen", "zebra"]:
     print(f"{w:>8} -> nearest known words {', '.join(nearest(w))}")
 print("'é' ->", elmo.chars.encode(["é"])[0][:3], "(<bow>, <unk>, <eow>)")
+
+# %% tags=["checks"]
 assert list(elmo.chars.encode(["é"])[0][:3]) == [1, 3, 2]
 assert "bank" in nearest("bankk") and "queen" in nearest("queeen")
 assert any(w in lang_verbs for w in nearest("kings"))
@@ -324,3 +486,35 @@ assert any(w in lang_verbs for w in nearest("kings"))
 #   the senses are complete in the top one; the finer layer-by-layer ordering of the
 #   paper does not reproduce stably at this scale.
 # - The character encoder gives unseen words a vector near their spelling neighbours.
+
+# %% [markdown]
+# ## Exercises
+# 1. In `highway_forward`, set the gate bias very negative ($b_T = -20$). What does the
+#    layer compute, and what gradient reaches $W_H$?
+# 2. Give the scalar mix all its weight on one layer ($w = (0, 0, 30)$). What are $s$ and
+#    the gradient $dw$, and why does a softmax that saturates learn slowly?
+# 3. The sense probe on static vectors scores exactly each word's more frequent sense.
+#    Why can no classifier on one vector per word do better?
+#
+# ## Solutions
+
+# %%
+# 1. t = sigmoid(-20) ~ 2e-9: y = x (the layer carries its input), and W_H's gradient is
+#    scaled by t, so it is about 1e-9 of what it would be with the gate open.
+closed = {**hw, "bT": np.full(F, -20.0)}
+y_closed, cache = highway_forward(hw["x"], closed)
+print("max |y - x|", np.abs(y_closed - hw["x"]).max(), "  max |dW_H|",
+      np.abs(highway_backward(np.ones((N, F)), cache, closed)["WH"]).max())
+
+# %%
+# 2. s is one-hot to round-off, and dw_j = gamma s_j (a_j - s.a) is ~0 for every j: the
+#    mix can no longer move, which is why the weights start at 0 (an even mix).
+y_sat, cache = mix_forward([sm["h0"], sm["h1"], sm["h2"]], np.array([0.0, 0.0, 30.0]), sm["gamma"])
+g_sat = mix_backward(np.ones_like(y_sat), cache)
+print("s =", cache[1].round(6), " dw =", g_sat["w"])
+
+# %%
+# 3. Every token of "bank" gets the same input vector, so any classifier gives all of them
+#    the same answer; the best single answer per word is its more frequent sense.
+print(f"static probe {acc_static:.3f} = majority {majority:.3f}")
+

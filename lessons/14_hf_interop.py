@@ -20,7 +20,8 @@
 # runs no code, unlike a pickled `pytorch_model.bin`). If minipt reads and writes those
 # folders, a model trained here continues in PyTorch on a GPU, and real weights can be
 # read through minipt's plain NumPy code.
-#
+
+# %% [markdown]
 # This lesson loads two folders that `transformers` wrote (a tiny random
 # `GPT2LMHeadModel` and `LlamaForCausalLM`, saved by `scripts/make_hf_fixtures.py` with
 # the logits and gradients PyTorch computed), reads the mapping between the two naming
@@ -35,6 +36,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 import minipt
@@ -66,6 +68,8 @@ index = tensor_index(FIXTURES / "gpt2")
 for name in sorted(index)[:8]:
     print(f"{name:40s} {index[name].dtype} {index[name].shape}")
 print(f"... {len(index)} tensors; lm_head.weight present: {'lm_head.weight' in index}")
+
+# %% tags=["checks"]
 assert tuple(index["transformer.h.0.attn.c_attn.weight"].shape) == (32, 96) == (config["n_embd"], 3 * config["n_embd"])
 assert config["tie_word_embeddings"] and "lm_head.weight" not in index
 
@@ -96,6 +100,9 @@ for name in ("transformer.wte.weight", "transformer.h.0.attn.c_attn.weight", "tr
 # table, and compare.
 
 # %%
+errors, logit_pairs = {}, {}
+
+
 def compare(arch):
     model = from_pretrained(FIXTURES / arch)                          # float64, as stored
     ref, meta = read_file(FIXTURES / f"{arch}_reference.safetensors")
@@ -108,11 +115,15 @@ def compare(arch):
     print(f"{arch}: transformers {meta['transformers']}, torch {meta['torch']}; loss {float(loss):.6f} "
           f"(theirs {float(ref['loss']):.6f}); logits rel. error {rel(logits, ref['logits']):.1e}; "
           f"worst of {len(grads)} gradients {worst:.1e}")
-    assert rel(logits, ref["logits"]) <= 1e-9 and worst <= 1e-8
+    errors[arch] = (rel(logits, ref["logits"]), worst)
+    logit_pairs[arch] = (ref["logits"].ravel(), logits.ravel())
     return model
 
 
 gpt2 = compare("gpt2")
+
+# %% tags=["checks"]
+assert errors["gpt2"][0] <= 1e-9 and errors["gpt2"][1] <= 1e-8
 
 # %% [markdown]
 # ## 3. LLaMA: split projections and the rotary convention
@@ -133,8 +144,30 @@ D = 8
 x = np.zeros((1, 1, 1, D)); x[..., 1] = 1.0                            # (B, H, T, D): e_1
 y, _ = rope_forward(x, np.array([3]))                                  # position t = 3
 print("rotated e_1 at t=3:", np.round(y[0, 0, 0], 3), "-> channels 1 and", 1 + D // 2)
-assert np.flatnonzero(np.abs(y[0, 0, 0]) > 1e-12).tolist() == [1, 1 + D // 2]
 llama = compare("llama")
+
+# %% tags=["checks"]
+assert np.flatnonzero(np.abs(y[0, 0, 0]) > 1e-12).tolist() == [1, 1 + D // 2]
+assert errors["llama"][0] <= 1e-9 and errors["llama"][1] <= 1e-8
+
+# %% [markdown]
+# Every logit of both models, minipt's against PyTorch's: the points lie on the diagonal,
+# and the right panel shows how far off it they are (float64 rounding).
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+for arch, colour in (("gpt2", "tab:blue"), ("llama", "tab:red")):
+    theirs, ours = logit_pairs[arch]
+    axes[0].scatter(theirs, ours, s=4, color=colour, label=arch)
+    axes[1].scatter(theirs, np.maximum(np.abs(ours - theirs), 1e-17), s=4, color=colour, label=arch)
+lims = [min(p[0].min() for p in logit_pairs.values()), max(p[0].max() for p in logit_pairs.values())]
+axes[0].plot(lims, lims, "k--", lw=0.8, label="y = x")
+axes[0].set_xlabel("logit from transformers (PyTorch)"); axes[0].set_ylabel("logit from minipt")
+axes[0].set_title("the same logits in two libraries"); axes[0].legend(fontsize=8)
+axes[1].set_yscale("log"); axes[1].set_xlabel("logit from transformers (PyTorch)")
+axes[1].set_ylabel("|minipt - PyTorch| (log; 0 at 1e-17)"); axes[1].set_title("their difference"); axes[1].legend(fontsize=8)
+plt.tight_layout(); plt.show()
+print("largest logit difference:", {a: f"{np.abs(o - t).max():.1e}" for a, (t, o) in logit_pairs.items()})
 
 # %% [markdown]
 # (transformers takes RMSNorm and the rotary angles in float32 even in a float64 model;
@@ -148,14 +181,17 @@ llama = compare("llama")
 # quick one.
 
 # %%
-train_text, _, oracle, _ = toy_corpus(20_000, seed=0)
+train_text, val_text, oracle, _ = toy_corpus(20_000, seed=0)
 tok = CharTokenizer().fit(train_text)
-assert tok.vocab_size == 27 and gpt2.config.vocab_size == 64
+print(f"{tok.vocab_size} characters in a vocabulary of {gpt2.config.vocab_size}")
 data = tok.encode_array(train_text)                                    # (N,)
 rng = np.random.default_rng(0)
 opt = AdamW(gpt2, lr=3e-3, weight_decay=0.0)
 T = gpt2.config.block_size
-losses = []
+val = tok.encode_array(val_text)                                       # (N_val,)
+vs = np.random.default_rng(1).integers(0, len(val) - T - 1, size=16)
+val_x, val_y = np.stack([val[s:s + T] for s in vs]), np.stack([val[s + 1:s + T + 1] for s in vs])   # (B, T)
+losses, val_losses = [], []
 for step in range(budget.pick(full=61, quick=21)):
     starts = rng.integers(0, len(data) - T - 1, size=16)
     x = np.stack([data[s:s + T] for s in starts])                      # (B, T)
@@ -165,9 +201,21 @@ for step in range(budget.pick(full=61, quick=21)):
     gpt2.backward()
     opt.step()
     losses.append(float(loss))
+    if step % 10 == 0:
+        val_losses.append((step, float(gpt2(val_x, val_y)[0])))
     if step % 20 == 0:
         print(f"step {step:3d}  loss {float(loss):.3f} nats/char  (the language's entropy: {oracle:.3f})")
-assert losses[-1] < losses[0] - 1.0
+
+fig, ax = plt.subplots(figsize=(6, 3.4))
+ax.plot(losses, label="train batch")
+ax.plot(*zip(*val_losses), "o-", ms=3, label="validation (16 windows)")
+ax.axhline(oracle, color="k", ls="--", lw=0.8, label=f"oracle {oracle:.3f}")
+ax.set_xlabel("step"); ax.set_ylabel("loss (nats/char)"); ax.set_title("the GPT-2 folder, trained on in minipt")
+ax.legend(fontsize=8); plt.tight_layout(); plt.show()
+
+# %% tags=["checks"]
+assert tok.vocab_size == 27 and gpt2.config.vocab_size == 64
+assert losses[-1] < losses[0] - 1.0 and val_losses[-1][1] < val_losses[0][1]
 
 # %% [markdown]
 # ## 5. Export back, reload
@@ -184,6 +232,8 @@ print(sorted(p.name for p in out.iterdir()))
 back = from_pretrained(out)
 same = all(np.array_equal(p, back.parameters()[k]) for k, p in gpt2.parameters().items())
 print("bitwise identical after the round trip:", same)
+
+# %% tags=["checks"]
 assert same
 
 # %% [markdown]
@@ -195,7 +245,8 @@ assert same
 # ```
 #
 # and `minipt sample --hf FOLDER` samples from any such folder with minipt.
-#
+
+# %% [markdown]
 # ## 6. Tokenizer files
 # GPT-2's tokenizer is two tables: `vocab.json` (token -> id, bytes shown as printable
 # characters: a space is `Ġ`) and `merges.txt` (the merges in learned order). This one was
@@ -207,6 +258,8 @@ bpe = load_gpt2_files(FIXTURES / "tokenizer")
 ref = json.loads((FIXTURES / "tokenizer_reference.json").read_text(encoding="utf-8"))
 for text, ids in list(zip(ref["texts"], ref["ids"]))[:3]:
     print(f"{text!r:50} {bpe.encode(text) == ids}  {[bpe.id_to_token(i) for i in ids][:6]}")
+
+# %% tags=["checks"]
 assert all(bpe.encode(text) == ids for text, ids in zip(ref["texts"], ref["ids"]))
 
 # %% [markdown]
@@ -214,8 +267,44 @@ assert all(bpe.encode(text) == ids for text, ids in zip(ref["texts"], ref["ids"]
 # parameter, copied, transposed (Conv1D) or cut into rows (split q/k/v); the same table
 # maps gradients, so PyTorch's backward checks minipt's to 1e-8 in float64. The rotary
 # convention (halves, not interleaved pairs) and the epsilons are part of the mapping too.
+
+# %% [markdown]
+# ## Exercises
+# 1. GPT-2's `Conv1D` stores $W$ as (in, out) and computes $xW$; minipt's `Linear` stores
+#    (out, in) and computes $xW^\top$. Show on the folder's `c_attn` that both give the
+#    same output once the matrix is transposed, and that a square matrix left untransposed
+#    would load without a shape error yet compute something else.
+# 2. Meta's original LLaMA rotated interleaved pairs $(2i, 2i+1)$. Find the permutation
+#    of a head's channels that turns the interleaved rotation into the halves rotation.
+# 3. The GPT-2 folder has no `lm_head.weight`. How many numbers does the folder store,
+#    and how many would an untied head add?
 #
-# **Exercises.** (1) Transpose nothing in `gpt2_layout.entries` and reload: which check
-# fails, and would a square-only model have caught it? (2) Permute the q/k rows to
-# interleaved pairs and measure how far the logits move. (3) Export the LLaMA folder with
-# `tie_embeddings=True` after averaging `lm_head` into `wte`: what changes in the files?
+# ## Solutions
+
+# %%
+# 1. The same product, two storage conventions; a square W.T is a different, valid-shaped map.
+W_conv = read_file(FIXTURES / "gpt2" / "model.safetensors")[0]["transformer.h.0.attn.c_attn.weight"]
+xc = np.random.default_rng(0).standard_normal((2, W_conv.shape[0]))         # (N, C_in)
+W_linear = W_conv.T                                                       # (C_out, C_in), minipt's layout
+print("Conv1D x W == Linear x (W^T)^T:", np.allclose(xc @ W_conv, xc @ W_linear.T))
+sq = np.random.default_rng(1).standard_normal((4, 4))
+print("square W loaded untransposed gives the same map:", np.allclose(xc[:, :4] @ sq, xc[:, :4] @ sq.T))
+
+# %%
+# 2. Interleaved pair (2i, 2i+1) must become (i, i + D/2): send channel 2i to i and 2i+1 to i + D/2.
+D = 8
+perm = np.concatenate([np.arange(0, D, 2), np.arange(1, D, 2)])       # new channel j takes old perm[j]
+v = np.random.default_rng(2).standard_normal(D)
+t, theta = 3, 10000.0
+ang = t * theta ** (-2 * np.arange(D // 2) / D)                          # (D/2,)
+inter = v.copy()                                                          # interleaved rotation of v
+inter[0::2] = v[0::2] * np.cos(ang) - v[1::2] * np.sin(ang)
+inter[1::2] = v[0::2] * np.sin(ang) + v[1::2] * np.cos(ang)
+halves, _ = rope_forward(v[perm].reshape(1, 1, 1, D), np.array([t]))
+print("halves rotation of the permuted vector == permuted interleaved rotation:",
+      np.allclose(halves.ravel(), inter[perm]))
+
+# %%
+# 3. Count the stored tensors; an untied head would add a (V, C) matrix.
+stored = sum(int(np.prod(tensor.shape)) for tensor in index.values())
+print(f"stored numbers {stored:,}; an untied lm_head would add {config['vocab_size'] * config['n_embd']:,}")
