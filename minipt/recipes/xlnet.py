@@ -80,16 +80,8 @@ def train_xlnet(entry, preset: str | None = None, *, corpus: str | None = None, 
         raise ValueError(f"unknown --preset {preset!r} for {entry.name}; choose one of {sorted(entry.presets)}")
     p = entry.presets[preset]
     T = p.data["block_size"]
-    if corpus:
-        from ..data.text import load_text
-        text = load_text(corpus)
-        cut = len(text) - max(len(text) // 10, T + 1)
-        if cut < T + 1:
-            raise ValueError(f"{corpus} has {len(text)} characters; training needs at least {2 * (T + 1)}")
-        train_text, val_text, oracle, source = text[:cut], text[cut:], None, corpus
-    else:
-        from ..data.hmm_language import toy_corpus
-        train_text, val_text, oracle, source = toy_corpus(p.data["n_tokens"], seed)
+    from ..data.text import char_corpus
+    train_text, val_text, oracle, source = char_corpus(corpus, p.data["n_tokens"], T, seed)
     tok = CharTokenizer().fit(train_text + val_text)
     data = PermutedWindows(tok.encode_array(train_text).astype(np.int64), tok.encode_array(val_text).astype(np.int64),
                            T, p.batch_size, p.data["K"])
