@@ -139,7 +139,7 @@ CLAIMS = (
     _c("unilm-generation", "Dong et al. 2019",
        "Training under four masks, not the seq2seq mask alone, generalises better: it generates better after "
        "equal fine-tuning (target tokens right, toy translation).",
-       "unilm", "token accuracy", "higher", ("UniLM", "seq2seq only"), "no pre-training"),
+       "unilm", "token accuracy", "higher", ("UniLM", "seq2seq only"), "commonest target word"),
     _c("glm-blanks", "Du et al. 2022",
        "Autoregressive blank infilling fills multi-token blanks the language can say more often than BERT's "
        "independent [MASK]s (told the lengths) in the same network at equal steps.",
