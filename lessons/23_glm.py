@@ -281,8 +281,8 @@ assert rates["grammatical fills"] > rates["grammatical random fills"] + 0.1     
 # %% [markdown]
 # ## 4. Where Part B looks
 # The trained model's attention weights (first layer, first head) on a held-out
-# sentence with its blank filled by GLM itself: Part A rows read only Part A; Part B
-# rows read Part A and the span so far. Above the orange line, right of it, every
+# sentence blanked as in training, Part B holding the removed span: Part A rows read
+# only Part A; Part B rows read Part A and the span so far. Above the orange line, right of it, every
 # weight is 0.
 
 # %%
