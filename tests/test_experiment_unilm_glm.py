@@ -83,3 +83,16 @@ def test_the_cli_runs_the_experiment_at_the_tiny_budget(name, tmp_path, capsys):
     result = json.loads((out / "results.json").read_text())
     assert {r["arm"] for r in result["rows"]} >= {c.arms[0] for c in CLAIMS if c.experiment == name}
     assert name in capsys.readouterr().out
+
+
+def test_the_understanding_probe_fine_tunes_a_copy_and_leaves_the_arm_as_it_was():
+    from minipt.models import registry
+    entry = registry.get("unilm")
+    model = entry.build(rng=np.random.default_rng(0), vocab_size=R.tokenizer().vocab_size,
+                        **{**entry.presets["toy"].model, "d_model": 16, "d_ff": 32, "n_head": 2})
+    before = {k: v.copy() for k, v in model.parameters().items()}
+    pairs = R.reply_pairs(20, seed=0)
+    items = unilm_masks.understand(model, pairs, pairs[:4], steps=2, seed=0)
+    assert len(items) > 0 and set(items) <= {0.0, 1.0}
+    for k, v in model.parameters().items():
+        np.testing.assert_array_equal(v, before[k])          # generation fine-tunes the arm itself afterwards

@@ -133,8 +133,8 @@ CLAIMS = (
        "The permutation LM beats left-to-right at equal compute (held-out text read left to right).",
        "xlnet", "held-out", "lower", ("permutation LM", "left-to-right"), "unigram", "nats/char"),
     _c("unilm-understanding", "Dong et al. 2019",
-       "One network trained under four masks is a better bidirectional encoder (cloze) than the same network "
-       "trained under the seq2seq mask alone at equal steps.",
+       "One network trained under four masks makes a better bidirectional encoder (held-out cloze after equal "
+       "fine-tuning as one) than the same network trained under the seq2seq mask alone at equal steps.",
        "unilm", "cloze accuracy", "higher", ("UniLM", "seq2seq only"), "commonest word"),
     _c("unilm-generation", "Dong et al. 2019",
        "Training under four masks, not the seq2seq mask alone, generalises better: it generates better after "
