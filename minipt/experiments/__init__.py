@@ -48,6 +48,12 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                  "DialoGPT: MMI re-ranking vs top-k sampling vs the MLE choice, bland replies and topic pick-up"),
     "xlnet": ("minipt.experiments.xlnet_permutation",
               "XLNet's permutation LM vs the same network left to right at equal compute, read left to right"),
+    "unilm": ("minipt.experiments.unilm_masks",
+              "UniLM's four masks vs the same network under the seq2seq mask only at equal steps: "
+              "bidirectional cloze, then toy translation after equal fine-tuning"),
+    "glm": ("minipt.experiments.glm_blanks",
+            "GLM's autoregressive blank infilling vs BERT-style independent [MASK]s in the same network "
+            "at equal steps: filled sentences the toy language can say"),
 }
 
 

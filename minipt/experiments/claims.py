@@ -136,12 +136,18 @@ CLAIMS = (
     _c("xlnet-permutation", "Yang et al. 2019",
        "The permutation LM beats left-to-right at equal compute (held-out text read left to right).",
        "xlnet", "held-out", "lower", ("permutation LM", "left-to-right"), "unigram", "nats/char"),
-    _c("unilm-masks", "Dong et al. 2019",
-       "One network trained under four masks serves understanding and generation.",
-       "unilm", "exact match", "higher", ("UniLM", "seq2seq only"), "baseline"),
+    _c("unilm-understanding", "Dong et al. 2019",
+       "One network trained under four masks makes a better bidirectional encoder (held-out cloze after equal "
+       "fine-tuning as one) than the same network trained under the seq2seq mask alone at equal steps.",
+       "unilm", "cloze accuracy", "higher", ("UniLM", "seq2seq only"), "commonest word"),
+    _c("unilm-generation", "Dong et al. 2019",
+       "Training under four masks, not the seq2seq mask alone, generalises better: it generates better after "
+       "equal fine-tuning (target tokens right, toy translation).",
+       "unilm", "token accuracy", "higher", ("UniLM", "seq2seq only"), "commonest target word"),
     _c("glm-blanks", "Du et al. 2022",
-       "Autoregressive blank infilling fills blanks the language can say.",
-       "glm", "fill accuracy", "higher", ("GLM", "random words"), "baseline"),
+       "Autoregressive blank infilling fills multi-token blanks the language can say more often than BERT's "
+       "independent [MASK]s (told the lengths) in the same network at equal steps.",
+       "glm", "fill accuracy", "higher", ("GLM", "BERT-style"), "random words"),
     _c("transfer-stages", "Gururangan et al. 2020",
        "Domain- then task-adaptive pre-training beats fine-tuning the general pre-trained model alone.",
        "transfer", "accuracy", "higher", ("general + domain + task", "general"), "majority class"),

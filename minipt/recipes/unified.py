@@ -279,17 +279,17 @@ def fill_rates(model, sentences: list[list[str]], seed: int, ratio: float) -> di
     for sent in sentences:
         ex = glm_blank_infilling(ids(sent), rng, ratio=ratio, **sp)
         part_a = ex["ids"][:ex["n_a"]]
-        truth = _spans_in_order(ex)
+        truth = spans_in_order(ex)
         spans = model.fill(part_a, **sp, max_span=max(len(s) for s in truth) + 3)
         guess = [list(rng.choice(words, len(s))) for s in truth]
-        ok += _grammatical(lang, tok, part_a, spans, sp["mask_id"])
-        ok_random += _grammatical(lang, tok, part_a, [ids(g).tolist() for g in guess], sp["mask_id"])
+        ok += grammatical(lang, tok, part_a, spans, sp["mask_id"])
+        ok_random += grammatical(lang, tok, part_a, [ids(g).tolist() for g in guess], sp["mask_id"])
         exact += spans == truth
     n = len(sentences)
     return {"grammatical fills": ok / n, "grammatical random fills": ok_random / n, "exact fills": exact / n}
 
 
-def _spans_in_order(ex) -> list[list[int]]:
+def spans_in_order(ex) -> list[list[int]]:
     """The removed spans of a blank-infilling example, in the order of their blanks."""
     n_a, ids_, pos = ex["n_a"], ex["ids"], ex["positions"]
     by_blank: dict[int, list[int]] = {}
@@ -301,7 +301,7 @@ def _spans_in_order(ex) -> list[list[int]]:
     return [by_blank[m] for m in sorted(by_blank)]
 
 
-def _grammatical(lang, tok, part_a, spans, mask_id: int) -> bool:
+def grammatical(lang, tok, part_a, spans, mask_id: int) -> bool:
     """Part A with its blanks replaced by ``spans``: can the toy language say it?"""
     out, k = [], 0
     for t in part_a:
