@@ -194,85 +194,101 @@ def _corpora(b: dict, seed: int):
                       "SOP": make("sop")}
 
 
-def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
-    """-> {"rows", "arms", "floors", "items", "flops per token", "pre-training FLOPs", ...}."""
+PARTS = ("masking", "nsp", "sop", "sharing", "electra")     # the five comparisons, in the docstring's order
+
+
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, parts=PARTS) -> dict:
+    """-> {"rows", "arms", "floors", "items", "flops per token", "pre-training FLOPs", ...}.
+    ``parts``: a subset of ``PARTS`` (each part's figures do not depend on the others: a
+    model two parts need is trained alike, from the same seed, in each)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    if not parts or set(parts) - set(PARTS):
+        raise ValueError(f"parts must be a non-empty subset of {PARTS}, got {parts!r}")
     b = BUDGETS[budget]
     tok, dup, data = _corpora(b, seed)
     packed, V, steps = data["packed"], tok.vocab_size, b["steps"]
     bert_config = BertConfig(vocab_size=V, max_position=MAX_LENGTH, nsp=False, **ENCODER)
     build = lambda cls, config: cls(config, rng=np.random.default_rng(100 + seed))
     pre = lambda model, get, n=steps, lr=2e-3: _pretrain(model, get, n, seed, progress, lr)
-    arms, items, tokens = {}, {}, {}
+    arms, items, tokens, floors, out = {}, {}, {}, {}, {"static dup_factor": dup}
 
     def add(arm: str, metric: str, per_item: np.ndarray):
         arms.setdefault(arm, {})[metric] = float(np.mean(per_item))
         items.setdefault(arm, {})[metric] = [float(x) for x in per_item]
 
-    # 1. dynamic vs static masking (MLM only, packed): per-token loss on the same held-out masks
-    dynamic, static = build(BertForPreTraining, bert_config), build(BertForPreTraining, bert_config)
-    pre(dynamic, counting_tokens(packed.get_batch, tokens, "BERT"))
-    pre(static, data["static"].get_batch)
-    for arm, model in (("static", static), ("dynamic", dynamic)):
-        m = mlm_items(model, packed)
-        add(arm, "MLM loss", m["loss"])
-        add(arm, "MLM accuracy", m["hit"])
-    floors = {"unigram": unigram_loss(packed, m["target"]),
-              "baseline": float(np.mean(m["target"] == packed.most_frequent_token("train")))}
+    def mlm_floors(targets: np.ndarray):
+        floors.update(unigram=unigram_loss(packed, targets),
+                      baseline=float(np.mean(targets == packed.most_frequent_token("train"))))
 
-    # 2. no NSP vs NSP: downstream sentiment (and BERT for 5.)
+    dynamic = None
+    if {"masking", "nsp", "electra"} & set(parts):      # BERT, MLM only on packed full sentences, dynamic masks
+        dynamic = build(BertForPreTraining, bert_config)
+        pre(dynamic, counting_tokens(packed.get_batch, tokens, "BERT"))
     task = BertTaskBatches("sentiment", toy_tasks.sentiment(b["sentiment"], seed=seed), tok, MAX_LENGTH, BATCH)
-    pairs = build(BertForPreTraining, BertConfig(**{**bert_config.to_dict(), "nsp": True}))
-    pre(pairs, data["NSP"].get_batch)
     fine = lambda enc: finetune_items(enc, bert_config, task, b["finetune"], seed, progress)
-    for arm, enc in (("no pre-training", None), ("NSP", pairs.encoder), ("no NSP", dynamic.encoder)):
-        add(arm, "accuracy", fine(enc))
-    add("BERT", "accuracy", np.array(items["no NSP"]["accuracy"]))
-    labels = np.array([e["label"] for e in task.data.test])
-    floors["majority class"] = float(max(labels.mean(), 1 - labels.mean()))
+    if {"nsp", "electra"} & set(parts):
+        labels = np.array([e["label"] for e in task.data.test])
+        floors["majority class"] = float(max(labels.mean(), 1 - labels.mean()))
+        add("no NSP", "accuracy", fine(dynamic.encoder))
+        add("BERT", "accuracy", np.array(items["no NSP"]["accuracy"]))
 
-    # 3. SOP vs NSP: each encoder's 2-way head on held-out NSP and SOP pairs
-    pair_config = BertConfig(vocab_size=V, max_position=MAX_LENGTH, nsp=True, **PAIR_ENCODER)
-    for objective in ("NSP", "SOP"):
-        model = build(BertForPreTraining, pair_config)
-        model.nsp = Weighted(model.nsp, PAIR_GAIN)
-        pre(model, data[objective].get_batch, b["pair_steps"], 1e-3)
-        found = {task_name: pair_items(model, data[task_name]) for task_name in ("NSP", "SOP")}
-        arm = f"MLM + {objective}"
-        for task_name, hits in found.items():
-            add(arm, f"{task_name} accuracy", hits)
-        add(arm, "NSP and SOP accuracy", np.concatenate([found["NSP"], found["SOP"]]))
-    floors["chance"] = 0.5
+    if "masking" in parts:      # 1. dynamic vs static masking: per-token loss on the same held-out masks
+        static = build(BertForPreTraining, bert_config)
+        pre(static, data["static"].get_batch)
+        for arm, model in (("static", static), ("dynamic", dynamic)):
+            m = mlm_items(model, packed)
+            add(arm, "MLM loss", m["loss"])
+            add(arm, "MLM accuracy", m["hit"])
+        mlm_floors(m["target"])
 
-    # 4. shared vs unshared at equal parameters: held-out MLM accuracy
-    albert = lambda layers, share: build(AlbertForPreTraining, AlbertConfig(
-        vocab_size=V, max_position=MAX_LENGTH, embedding_size=16, **{**ENCODER, "n_layer": layers, "dropout": 0.0},
-        share=share))
-    shared, unshared = albert(SHARED_LAYERS, "all"), albert(1, None)
-    if shared.num_parameters() != unshared.num_parameters():
-        raise AssertionError("the shared and unshared ALBERTs must have equal parameter counts")
-    for arm, model in (("shared", shared), ("unshared", unshared)):
-        pre(model, packed.get_batch)
-        m = mlm_items(model, packed)
-        add(arm, "MLM accuracy", m["hit"])
-        add(arm, "MLM loss", m["loss"])
+    if "nsp" in parts:          # 2. no NSP vs NSP: downstream sentiment
+        pairs = build(BertForPreTraining, BertConfig(**{**bert_config.to_dict(), "nsp": True}))
+        pre(pairs, data["NSP"].get_batch)
+        for arm, enc in (("no pre-training", None), ("NSP", pairs.encoder)):
+            add(arm, "accuracy", fine(enc))
 
-    # 5. ELECTRA vs BERT at equal training FLOPs (generator included)
-    electra_config = ElectraConfig(vocab_size=V, max_position=MAX_LENGTH, **ENCODER, **GENERATOR)
-    electra = build(Electra, electra_config)
-    uniform = build(Electra, ElectraConfig(**{**electra_config.to_dict(), "generator_sampling": "uniform"}))
-    flops = {"BERT": train_flops(dynamic), "ELECTRA": train_flops(electra)}
-    electra_steps = max(1, round(steps * flops["BERT"] / flops["ELECTRA"]))
-    for arm, model in (("ELECTRA", electra), ("ELECTRA, uniform generator", uniform)):
-        pre(model, counting_tokens(electra_batches(packed), tokens, arm), electra_steps)
-        found = detection_metrics(model, electra_batches(packed), 16, np.random.default_rng(13))
-        arms.setdefault(arm, {}).update({"replaced-token AUC": found["rtd_auc"], "discriminator loss":
-                                         found["disc_loss"], "base-rate entropy": found["base_rate_entropy"]})
-    add("ELECTRA", "accuracy", fine(electra.discriminator))
-    per_token = {**flops, "ELECTRA, uniform generator": flops["ELECTRA"]}
+    if "sop" in parts:          # 3. SOP vs NSP: each encoder's 2-way head on held-out NSP and SOP pairs
+        pair_config = BertConfig(vocab_size=V, max_position=MAX_LENGTH, nsp=True, **PAIR_ENCODER)
+        for objective in ("NSP", "SOP"):
+            model = build(BertForPreTraining, pair_config)
+            model.nsp = Weighted(model.nsp, PAIR_GAIN)
+            pre(model, data[objective].get_batch, b["pair_steps"], 1e-3)
+            found = {task_name: pair_items(model, data[task_name]) for task_name in ("NSP", "SOP")}
+            for task_name, hits in found.items():
+                add(f"MLM + {objective}", f"{task_name} accuracy", hits)
+            add(f"MLM + {objective}", "NSP and SOP accuracy", np.concatenate([found["NSP"], found["SOP"]]))
+        floors["chance"] = 0.5
+
+    if "sharing" in parts:      # 4. shared vs unshared at equal parameters: held-out MLM accuracy
+        albert = lambda layers, share: build(AlbertForPreTraining, AlbertConfig(
+            vocab_size=V, max_position=MAX_LENGTH, embedding_size=16, share=share,
+            **{**ENCODER, "n_layer": layers, "dropout": 0.0}))
+        shared, unshared = albert(SHARED_LAYERS, "all"), albert(1, None)
+        if shared.num_parameters() != unshared.num_parameters():
+            raise AssertionError("the shared and unshared ALBERTs must have equal parameter counts")
+        for arm, model in (("shared", shared), ("unshared", unshared)):
+            pre(model, packed.get_batch)
+            m = mlm_items(model, packed)
+            add(arm, "MLM accuracy", m["hit"])
+            add(arm, "MLM loss", m["loss"])
+        mlm_floors(m["target"])
+
+    if "electra" in parts:      # 5. ELECTRA vs BERT at equal training FLOPs (generator included)
+        electra_config = ElectraConfig(vocab_size=V, max_position=MAX_LENGTH, **ENCODER, **GENERATOR)
+        electra = build(Electra, electra_config)
+        uniform = build(Electra, ElectraConfig(**{**electra_config.to_dict(), "generator_sampling": "uniform"}))
+        flops = {"BERT": train_flops(dynamic), "ELECTRA": train_flops(electra)}
+        electra_steps = max(1, round(steps * flops["BERT"] / flops["ELECTRA"]))
+        for arm, model in (("ELECTRA", electra), ("ELECTRA, uniform generator", uniform)):
+            pre(model, counting_tokens(electra_batches(packed), tokens, arm), electra_steps)
+            found = detection_metrics(model, electra_batches(packed), 16, np.random.default_rng(13))
+            arms.setdefault(arm, {}).update({"replaced-token AUC": found["rtd_auc"], "discriminator loss":
+                                             found["disc_loss"], "base-rate entropy": found["base_rate_entropy"]})
+        add("ELECTRA", "accuracy", fine(electra.discriminator))
+        per_token = {**flops, "ELECTRA, uniform generator": flops["ELECTRA"]}
+        out.update({"electra steps": electra_steps, "flops per token": flops, "pre-training tokens": tokens,
+                    "pre-training FLOPs": {k: per_token[k] * n for k, n in tokens.items()}})
     rows = [{"arm": arm, **values} for arm, values in arms.items()]
     return {"rows": rows, "arms": arms, "floors": floors, "items": items, "budget": budget, "steps": steps,
-            "electra steps": electra_steps, "flops per token": flops, "pre-training tokens": tokens,
-            "pre-training FLOPs": {k: per_token[k] * n for k, n in tokens.items()}, "static dup_factor": dup,
-            "vocab": V}
+            "vocab": V, **out}

@@ -108,3 +108,10 @@ def test_tiny_budget_reports_every_arm_floor_and_item_the_claims_read():
     assert total["ELECTRA"] == pytest.approx(total["BERT"], rel=0.15)          # equal compute, up to rounding steps
     with pytest.raises(ValueError, match="budget must be one of"):
         bv.run("huge")
+    with pytest.raises(ValueError, match="parts must be"):
+        bv.run("tiny", parts=("masking", "gossip"))
+    alone = bv.run("tiny", progress=False, parts=("masking", "sharing"))   # parts run apart give the same figures
+    assert set(alone["arms"]) == {"static", "dynamic", "shared", "unshared"}
+    for arm, metrics in alone["arms"].items():
+        assert metrics == out["arms"][arm]
+    assert alone["floors"] == {k: out["floors"][k] for k in ("unigram", "baseline")}
