@@ -38,7 +38,8 @@ one encoder size unless said:
    control** (replacements uniform over the vocabulary, same steps).
 
 ``run`` returns ``rows`` (the table), ``arms``, ``floors`` and per-item ``items`` for the
-claims ledger (``claims.py``).
+claims ledger (``claims.py``); ``parts`` runs a subset of the comparisons (``PARTS``), each
+with the same figures as in a whole run, so one seed can be spread over processes.
 """
 from __future__ import annotations
 
@@ -194,7 +195,7 @@ def _corpora(b: dict, seed: int):
                       "SOP": make("sop")}
 
 
-PARTS = ("masking", "nsp", "sop", "sharing", "electra")     # the five comparisons, in the docstring's order
+PARTS = ("masking", "nsp", "NSP head", "SOP head", "sharing", "ELECTRA", "uniform generator")   # 1.-5., in order
 
 
 def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, parts=PARTS) -> dict:
@@ -222,12 +223,12 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, parts=PA
                       baseline=float(np.mean(targets == packed.most_frequent_token("train"))))
 
     dynamic = None
-    if {"masking", "nsp", "electra"} & set(parts):      # BERT, MLM only on packed full sentences, dynamic masks
+    if {"masking", "nsp", "ELECTRA"} & set(parts):      # BERT, MLM only on packed full sentences, dynamic masks
         dynamic = build(BertForPreTraining, bert_config)
         pre(dynamic, counting_tokens(packed.get_batch, tokens, "BERT"))
     task = BertTaskBatches("sentiment", toy_tasks.sentiment(b["sentiment"], seed=seed), tok, MAX_LENGTH, BATCH)
     fine = lambda enc: finetune_items(enc, bert_config, task, b["finetune"], seed, progress)
-    if {"nsp", "electra"} & set(parts):
+    if {"nsp", "ELECTRA"} & set(parts):
         labels = np.array([e["label"] for e in task.data.test])
         floors["majority class"] = float(max(labels.mean(), 1 - labels.mean()))
         add("no NSP", "accuracy", fine(dynamic.encoder))
@@ -248,9 +249,10 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, parts=PA
         for arm, enc in (("no pre-training", None), ("NSP", pairs.encoder)):
             add(arm, "accuracy", fine(enc))
 
-    if "sop" in parts:          # 3. SOP vs NSP: each encoder's 2-way head on held-out NSP and SOP pairs
+    objectives = [o for o in ("NSP", "SOP") if f"{o} head" in parts]
+    if objectives:              # 3. SOP vs NSP: each encoder's 2-way head on held-out NSP and SOP pairs
         pair_config = BertConfig(vocab_size=V, max_position=MAX_LENGTH, nsp=True, **PAIR_ENCODER)
-        for objective in ("NSP", "SOP"):
+        for objective in objectives:
             model = build(BertForPreTraining, pair_config)
             model.nsp = Weighted(model.nsp, PAIR_GAIN)
             pre(model, data[objective].get_batch, b["pair_steps"], 1e-3)
@@ -274,18 +276,23 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, parts=PA
             add(arm, "MLM loss", m["loss"])
         mlm_floors(m["target"])
 
-    if "electra" in parts:      # 5. ELECTRA vs BERT at equal training FLOPs (generator included)
+    if {"ELECTRA", "uniform generator"} & set(parts):   # 5. ELECTRA vs BERT at equal training FLOPs
         electra_config = ElectraConfig(vocab_size=V, max_position=MAX_LENGTH, **ENCODER, **GENERATOR)
-        electra = build(Electra, electra_config)
-        uniform = build(Electra, ElectraConfig(**{**electra_config.to_dict(), "generator_sampling": "uniform"}))
-        flops = {"BERT": train_flops(dynamic), "ELECTRA": train_flops(electra)}
+        flops = {"BERT": train_flops(build(BertForPreTraining, bert_config)),      # generator included
+                 "ELECTRA": train_flops(build(Electra, electra_config))}
         electra_steps = max(1, round(steps * flops["BERT"] / flops["ELECTRA"]))
-        for arm, model in (("ELECTRA", electra), ("ELECTRA, uniform generator", uniform)):
+        models = {"ELECTRA": electra_config, "ELECTRA, uniform generator": ElectraConfig(
+            **{**electra_config.to_dict(), "generator_sampling": "uniform"})}
+        for arm, config in models.items():
+            if ("ELECTRA" if arm == "ELECTRA" else "uniform generator") not in parts:
+                continue
+            model = build(Electra, config)
             pre(model, counting_tokens(electra_batches(packed), tokens, arm), electra_steps)
             found = detection_metrics(model, electra_batches(packed), 16, np.random.default_rng(13))
             arms.setdefault(arm, {}).update({"replaced-token AUC": found["rtd_auc"], "discriminator loss":
                                              found["disc_loss"], "base-rate entropy": found["base_rate_entropy"]})
-        add("ELECTRA", "accuracy", fine(electra.discriminator))
+            if arm == "ELECTRA":
+                add("ELECTRA", "accuracy", fine(model.discriminator))
         per_token = {**flops, "ELECTRA, uniform generator": flops["ELECTRA"]}
         out.update({"electra steps": electra_steps, "flops per token": flops, "pre-training tokens": tokens,
                     "pre-training FLOPs": {k: per_token[k] * n for k, n in tokens.items()}})
