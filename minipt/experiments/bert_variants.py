@@ -70,9 +70,11 @@ SHARED_LAYERS = 2                      # the shared ALBERT's depth; the unshared
 MAX_LENGTH, BATCH = 32, 32
 FINETUNE_RUNS = 3                      # fine-tunings averaged per encoder (48 labelled sentences are few)
 BUDGETS = {"tiny": dict(steps=6, pair_steps=6, finetune=4, docs=40, instances=160, sentiment=(48, 16, 32)),
-           "quick": dict(steps=300, pair_steps=400, finetune=100, docs=400, instances=1600, sentiment=(48, 100, 400)),
            "full": dict(steps=600, pair_steps=800, finetune=100, docs=1000, instances=4000,
                         sentiment=(48, 100, 1000))}
+BUDGETS["quick"] = BUDGETS["full"]     # at 300 steps (400 for the pairs) dynamic masking and SOP are not yet
+#                                        ahead (seed 0: MLM loss 3.272 vs 3.263, SOP 0.508), so CI's direction
+#                                        check of the reproduced claims runs the full budget (about 2.5 min)
 
 
 def train_flops(model, T: int = MAX_LENGTH) -> float:
@@ -93,8 +95,9 @@ def train_flops(model, T: int = MAX_LENGTH) -> float:
 
 
 class Weighted(Module):
-    """A head whose loss counts ``gain`` times: its backward passes ``gain`` x the upstream
-    gradient, so every parameter below gets the gradient of MLM + gain x (its loss)."""
+    """A head (or the pooler under it) whose loss counts ``gain`` times: its backward passes
+    ``gain`` x the upstream gradient, so every parameter below gets the gradient of
+    MLM + gain x (its loss)."""
 
     def __init__(self, head: Module, gain: float):
         super().__init__()
