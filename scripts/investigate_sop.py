@@ -20,8 +20,9 @@ minutes each on 2 shared, busy cores), or ``--data-only`` for part 1 (seconds).
    reduced to ``[CLS] place [SEP] place [SEP]`` (labels, segment ids, the pooled [CLS]
    head and the training loop, checked without distractors), then on full sentences:
    SOP alone, MLM + SOP, and MLM + SOP with SOP's gradient into the encoder amplified
-   (``Amplified``: the pooler passes back ``gain`` x its gradient, as a loss
-   MLM + gain x SOP would for every encoder weight), on cycles and on paths.
+   (``experiments.bert_variants.Weighted`` around the pooler: it passes back ``gain`` x
+   its gradient, as a loss MLM + gain x SOP would for every encoder weight), on cycles and
+   on paths.
 3. **The gradients.** At initialisation, the norm of the gradient that MLM and that SOP
    each send into the encoder's layers, on the same batches.
 """
@@ -32,8 +33,9 @@ import time
 
 import numpy as np
 
-from minipt.core.module import Module, eval_mode
+from minipt.core.module import eval_mode
 from minipt.data.encoder_corpus import PLACES, encoder_corpus
+from minipt.experiments.bert_variants import Weighted
 from minipt.models.encoder.bert import BertConfig, BertForPreTraining
 from minipt.train import TrainConfig, train
 
@@ -102,20 +104,6 @@ def places_only(c) -> None:
                               for ids, seg, label in c.instances[split]]
 
 
-class Amplified(Module):
-    """The pooler, passing ``gain`` x its gradient back into the encoder."""
-
-    def __init__(self, pooler: Module, gain: float):
-        super().__init__()
-        self.inner, self.gain = pooler, gain
-
-    def forward(self, h: np.ndarray) -> np.ndarray:
-        return self.inner(h)
-
-    def backward(self, dy: np.ndarray) -> np.ndarray:
-        return self.inner.backward(self.gain * dy)
-
-
 def bert(c, seed: int = 0) -> BertForPreTraining:
     return BertForPreTraining(BertConfig(vocab_size=c.vocab_size, max_position=32, n_layer=2, n_head=4, d_model=64,
                                          d_ff=256, dropout=0.0), rng=np.random.default_rng(seed))
@@ -146,7 +134,7 @@ def train_run(journey: str, *, lr: float, mlm: bool, steps: int, reduce: bool = 
         places_only(c)
     model = bert(c, seed)
     if gain != 1.0:
-        model.pooler = Amplified(model.pooler, gain)
+        model.pooler = Weighted(model.pooler, gain)   # gain x SOP's gradient below the pooler
 
     def get(split, rng):
         if mlm:

@@ -83,3 +83,11 @@ def test_masking_tiny_run_reports_every_scheme():
     out = masking.run("tiny", progress=False)
     assert [r["masking"] for r in out["rows"]] == list(masking.SCHEMES)
     assert all(0 <= r["span QA exact match"] <= 1 and 0 < r["MLM accuracy"] < 1 for r in out["rows"])
+    for scheme in masking.SCHEMES:            # the ledger's arms: per-question scores whose mean is the figure
+        em = out["items"][scheme]["exact match"]
+        assert len(em) == 32 and set(em) <= {0.0, 1.0}
+        assert np.mean(em) == pytest.approx(out["arms"][scheme]["exact match"])
+    qa = fine_tuning.task_data(masking.BUDGETS["tiny"], 0)["span_qa"]
+    assert out["floors"]["baseline"] == fine_tuning.majority("span_qa", qa, fine_tuning.pretrain(
+        masking.BUDGETS["tiny"], seed=0)[1])
+    assert masking.BUDGETS["full"]["schemes"] == ("token", "whole word", "span")     # the claims' arms

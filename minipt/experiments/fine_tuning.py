@@ -53,7 +53,7 @@ from ..models.encoder.bert import BertConfig, BertForPreTraining
 from ..models.encoder.finetune import MODELS
 from ..models.registry import Preset
 from ..recipes.encoder import PRESETS, EncoderHooks, train_encoder
-from ..tasks.bert_inputs import BertTaskBatches, encode_example, score
+from ..tasks.bert_inputs import BertTaskBatches, encode_example, score, score_items
 from ..tokenizers.wordpiece import WordPieceTokenizer
 from ..train import TrainConfig, train
 
@@ -95,9 +95,9 @@ def pretrain(budget: dict, *, seed: int = 0, progress: bool = False, hooks: Enco
 
 
 def fine_tune(task: str, data, tok, pretrained: BertForPreTraining | None, *, frozen: bool, steps: int,
-              config: BertConfig, seed: int = 0, progress: bool = False) -> float:
+              config: BertConfig, seed: int = 0, progress: bool = False, items: bool = False):
     """Train ``task``'s model (from ``pretrained``'s encoder, or from scratch when None) for
-    ``steps`` and return its test accuracy."""
+    ``steps`` and return its test accuracy (``items``: the per-item scores, ``score_items``)."""
     name, _ = TASKS[task]
     head = {"n_classes": len(data.labels)} if name != "bert-qa" else {}
     model = MODELS[name](config, rng=np.random.default_rng(seed + 1), freeze_encoder=frozen, **head)
@@ -106,7 +106,7 @@ def fine_tune(task: str, data, tok, pretrained: BertForPreTraining | None, *, fr
     batches = BertTaskBatches(task, data, tok, MAX_LENGTH, batch_size=32)
     train(model, batches.get_batch, TrainConfig(steps=steps, lr=LR, min_lr=LR / 10, warmup=max(steps // 10, 1),
                                                 weight_decay=0.01, eval_every=0, seed=seed, progress=progress))
-    return score(model, batches, "test")
+    return score_items(model, batches, "test") if items else score(model, batches, "test")
 
 
 def majority(task: str, data, tok=None) -> float:

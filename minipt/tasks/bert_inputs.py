@@ -153,26 +153,29 @@ class BertTaskBatches:
             yield make_batch(self.kind, examples[lo:lo + self.batch_size], self.tok, self.max_length)
 
 
-def score(model, batches: BertTaskBatches, split: str = "test") -> float:
-    """Accuracy in eval mode: classes (sentiment, pairs), tags (over tagged words) or exact
-    match of the answer span (start and end both right, ``finetune.best_spans``)."""
+def score_items(model, batches: BertTaskBatches, split: str = "test") -> np.ndarray:
+    """Per scored item of ``split``, in eval mode, 1.0 if right else 0.0: a sentence or pair
+    (classes), a tagged word (tags) or a question (exact match of the answer span, start
+    and end both right, ``finetune.best_spans``)."""
     from ..core.module import eval_mode
     from ..models.encoder.finetune import best_spans
-    right = total = 0
+    found = []
     with eval_mode(model):
         for batch in batches.all_batches(split):
             _, logits = model(*batch[:4 if batches.kind == "span_qa" else 3])   # no labels: scores only
             if KINDS[batches.kind] == "classify":
-                right += int((logits.argmax(-1) == batch[3]).sum())
-                total += len(batch[3])
+                found.append(logits.argmax(-1) == batch[3])
             elif batches.kind == "tagging":
                 tagged = batch[3] != IGNORE
-                right += int((logits.argmax(-1) == batch[3])[tagged].sum())
-                total += int(tagged.sum())
+                found.append((logits.argmax(-1) == batch[3])[tagged])
             else:
                 spans = best_spans(logits[:, 0], logits[:, 1])                    # (B, 2) over the context
-                right += int(((spans[:, 0] == batch[4]) & (spans[:, 1] == batch[5])).sum())
-                total += len(batch[4])
-    if not total:
+                found.append((spans[:, 0] == batch[4]) & (spans[:, 1] == batch[5]))
+    if not found or not sum(len(f) for f in found):
         raise ValueError(f"the {split} split of {batches.data.name} has nothing to score")
-    return right / total
+    return np.concatenate(found).astype(np.float64)
+
+
+def score(model, batches: BertTaskBatches, split: str = "test") -> float:
+    """Accuracy (or exact match) in eval mode: the mean of ``score_items``."""
+    return float(score_items(model, batches, split).mean())

@@ -11,6 +11,7 @@ from minipt.tasks.bert_inputs import (
     encode_example,
     make_batch,
     score,
+    score_items,
 )
 from minipt.tokenizers.special import BERT_SPECIALS
 from minipt.tokenizers.wordpiece import WordPieceTokenizer
@@ -107,3 +108,5 @@ def test_batches_pad_and_score_counts_right_answers():
             return None, np.tile([0.0, 1.0], (len(batch[0]), 1))
     want = np.mean([e["label"] == 1 for e in data.test])
     assert score(Always(), batches, "test") == pytest.approx(want)
+    per_item = score_items(Always(), batches, "test")            # one score per test sentence, in order
+    assert per_item.tolist() == [float(e["label"] == 1) for e in data.test]
