@@ -62,15 +62,18 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    from .measured import load_reports, report_key, result_text, time_text
     from .models import registry
 
-    entries, trainable = registry.entries(), registry.trainable()
+    entries, trainable, reports = registry.entries(), registry.trainable(), load_reports()
     for e in entries:
         print(f"{e.name:<14} {e.title} ({e.paper})")
         verbs = ", ".join(f"minipt {v}" for v in e.verbs) or "none (see its lesson)"
         print(f"{'':<14} file {e.file}; objective: {e.objective}; lesson {e.lesson or '-'}; use: {verbs}")
-        for name, p in e.presets.items():
-            print(f"{'':<14} preset {name}" + (f": {p.expected}" if p.expected else ""))
+        for name in e.presets:
+            r = reports.get(report_key(e.name, name))
+            said = f"{result_text(r)}. Took {time_text(r)}" if r else "not measured (benchmarks/bench_presets.py)"
+            print(f"{'':<14} preset {name}: {said}")
         if e not in trainable:
             print(f"{'':<14} no preset (`minipt train` does not offer it): {e.no_preset or 'not given'}")
     print(f"\n{len(entries)} models; `minipt train` offers the {len(trainable)} with a preset")

@@ -17,14 +17,14 @@ Three blocks of README.md lie between marker comments and are written here, neve
 """
 from __future__ import annotations
 
-import json
-import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from minipt.measured import load_reports, report_key, result_text, time_text  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-REPORTS = ROOT / "reports" / "presets"
 
 FILE_ROLES = {
     "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
@@ -45,36 +45,8 @@ def _end(name: str) -> str:
     return f"<!-- end generated {name} -->"
 
 
-def load_reports(folder: Path = REPORTS) -> dict[str, dict]:
-    """``{file stem: report}`` for every ``*.json`` in ``folder``."""
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-NOT_RESULTS = ("nearest to ", "trained on ", "sample: ", "time ")    # summary lines that are not result figures
-
-
-def result_text(report: dict) -> str:
-    """The result a preset's report states: its summary lines (each figure beside its
-    baseline, as the recipe printed it) without the run's own timing, which the time
-    column gives, nearest-neighbour lists and samples."""
-    lines = []
-    for line in report["report"].get("summary", []):
-        if line.startswith(NOT_RESULTS):
-            continue
-        line = re.sub(r" in \d+(\.\d+)? ?s\b| \(\d+(\.\d+)? ?s\)", "", line)   # "600 steps in 89s", "(90s)"
-        line = re.sub(r"^[^:]* \(" + re.escape(report["preset"]) + r"\): ", "", line)   # "GloVe (toy): ..."
-        lines.append(line.rstrip("."))
-    return "; ".join(lines)
-
-
-def time_text(report: dict) -> str:
-    load = report["load_average_start"][0], report["load_average_end"][0]
-    return (f"{report['wall_seconds']:.0f} s ({report['cpu_seconds']:.0f} s CPU), load {load[0]:.1f} → "
-            f"{load[1]:.1f}, {report['date'][:10]}")
 
 
 def models_block(reports: dict[str, dict]) -> str:
@@ -83,7 +55,7 @@ def models_block(reports: dict[str, dict]) -> str:
             "|---|---|---|---|---|"]
     for entry in registry.trainable():
         for preset in entry.presets:
-            key = entry.name if preset == "toy" else f"{entry.name}-{preset}"
+            key = report_key(entry.name, preset)
             command = f"`minipt train {entry.name}" + ("`" if preset == "toy" else f" --preset {preset}`")
             lesson = f"`{entry.lesson}`" if entry.lesson else "-"
             r = reports.get(key)
@@ -147,7 +119,6 @@ def render(readme: str, reports: dict[str, dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    sys.path.insert(0, str(ROOT))
     current = README.read_text()
     wanted = render(current, load_reports())
     if "--check" in argv:

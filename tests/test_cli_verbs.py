@@ -356,3 +356,17 @@ def test_an_nnlm_run_samples_words_and_an_ngram_run_says_which_lesson_runs_it(tm
     capsys.readouterr()
     assert main(["sample", "--checkpoint", str(tmp_path / "ngram")]) == 2
     assert "no minipt command runs it (lesson 04_ngram" in one_line(capsys.readouterr().err)
+
+
+def test_models_prints_each_presets_measured_result_from_its_committed_report(capsys):
+    """No hand-typed figure: a preset's line is its report's result and time, and a
+    preset without a report says it is not measured."""
+    from minipt.measured import load_reports, result_text, time_text
+    reports = load_reports()
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert f"preset toy: {result_text(reports['gpt'])}. Took {time_text(reports['gpt'])}\n" in out
+    assert "1.818 nats/word" in result_text(reports["ngram"]) and "1.818 nats/word" in out
+    unmeasured = [(e.name, p) for e in registry.trainable() for p in e.presets
+                  if (e.name if p == "toy" else f"{e.name}-{p}") not in reports]
+    assert out.count("not measured (benchmarks/bench_presets.py)") == len(unmeasured) > 0
