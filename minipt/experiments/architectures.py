@@ -166,17 +166,28 @@ def test_items(arch: str, model, tok, pairs: list[dict], batch: int = 50) -> np.
     return np.array(out)
 
 
-def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
+def _check_only(only) -> None:
+    """``only``: None (every arm) or some of ARCHITECTURES; each arm's run depends only on the
+    seed, so arms run apart (one process each) give the figures of one run."""
+    unknown = [a for a in (only or ()) if a not in ARCHITECTURES]
+    if unknown or (only is not None and not only):
+        raise ValueError(f"unknown arm(s) {unknown or '(none given)'}; choose from {', '.join(ARCHITECTURES)}")
+
+
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, only=None) -> dict:
     """-> {"rows", "arms": {arch: {"score", <task scores>, "parameters"}}, "floors":
     {"commonest answer"}, "items": {arch: {"score"}}, ...}."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    _check_only(only)
     b = BUDGETS[budget]
     data = t2t.text_to_text(b["sizes"], seed=seed)
     tok = t2t.build_tokenizer(data, (SEP, MASK, *t5_sentinels(N_SENTINELS)))
     test = [e for t in data.values() for e in t["test"]]
     arms, items = {}, {}
     for arch in ARCHITECTURES:
+        if only is not None and arch not in only:
+            continue
         model = build(arch, tok, b["model"], np.random.default_rng(100 + seed))
         batches = Batches(arch, tok, data, b["pretrain"], b["piece"])
         config = Budget(b["pretrain"], b["finetune"], BATCH).train_config(**SETTINGS, seed=seed, progress=progress)

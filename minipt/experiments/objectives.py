@@ -53,6 +53,7 @@ BUDGETS = {"tiny": dict(pretrain=2, finetune=2, sizes=(40, 4, 2), piece=40, mode
 BATCH, LENGTH_PIECES = 32, 400
 MAX_SOURCE, MAX_TARGET = 44, 44      # BERT-style targets are the whole piece + </s>
 # each phase: its own warm-up and cosine decay (protocol.Budget), gradients clipped at norm 1
+ARMS = ("no pre-training", "prefix LM", "BERT-style", "i.i.d. 15 %", "spans, mean 3")
 SETTINGS = dict(lr=2e-3, min_lr=2e-4, warmup=60, weight_decay=0.01, grad_clip=1.0, eval_every=0)
 
 
@@ -60,12 +61,11 @@ def variants(tok) -> dict[str, object]:
     """arm -> f(ids, rng) -> (input, target), or None for no pre-training."""
     sentinels = [tok.token_to_id(s) for s in t5_sentinels(N_SENTINELS)]
     specials = [tok.token_to_id(s) for s in (PAD, BOS, EOS, t2t.UNK, MASK, *t5_sentinels(N_SENTINELS))]
-    return {"no pre-training": None,
-            "prefix LM": prefix_lm_pair,
-            "BERT-style": partial(bert_style, mask_id=tok.token_to_id(MASK), vocab_size=tok.vocab_size,
-                                  special_ids=specials, rate=0.15),
-            "i.i.d. 15 %": partial(iid_sentinel_masking, sentinel_ids=sentinels, rate=0.15),
-            "spans, mean 3": partial(span_corruption, sentinel_ids=sentinels, noise_density=0.15, mean_span=3.0)}
+    return dict(zip(ARMS, (None, prefix_lm_pair,
+                            partial(bert_style, mask_id=tok.token_to_id(MASK), vocab_size=tok.vocab_size,
+                                    special_ids=specials, rate=0.15),
+                            partial(iid_sentinel_masking, sentinel_ids=sentinels, rate=0.15),
+                            partial(span_corruption, sentinel_ids=sentinels, noise_density=0.15, mean_span=3.0))))
 
 
 def objective_batch(objective, piece: int, tok, texts, batch_size: int, rng: np.random.Generator):
@@ -103,11 +103,20 @@ def test_items(model, tok, test: list[dict]) -> np.ndarray:
     return np.array(out)
 
 
-def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
+def _check_only(only) -> None:
+    """``only``: None (every arm) or some of ARMS; each arm's run depends only on the
+    seed, so arms run apart (one process each) give the figures of one run."""
+    unknown = [a for a in (only or ()) if a not in ARMS]
+    if unknown or (only is not None and not only):
+        raise ValueError(f"unknown arm(s) {unknown or '(none given)'}; choose from {', '.join(ARMS)}")
+
+
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, only=None) -> dict:
     """-> {"rows", "arms": {arm: {"score", "target length", <task scores>}}, "floors":
     {"commonest answer", "whole piece"}, "items": {arm: {"score", "target length"}}, ...}."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    _check_only(only)
     b = BUDGETS[budget]
     data = t2t.text_to_text(b["sizes"], seed=seed)
     tok = t2t.build_tokenizer(data, (MASK, *t5_sentinels(N_SENTINELS)))
@@ -119,6 +128,8 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
     pieces = [pack_pieces(texts, b["piece"], rng, tok.encode) for _ in range(LENGTH_PIECES)]
     arms, items = {}, {}
     for name, objective in variants(tok).items():
+        if only is not None and name not in only:
+            continue
         hooks = Seq2SeqHooks(pretrain_batch=None if objective is None else partial(objective_batch, objective, b["piece"]))
         model = Transformer(TransformerConfig(vocab_size=tok.vocab_size, pad_id=tok.token_to_id(PAD),
                                               max_source_len=MAX_SOURCE, max_target_len=MAX_TARGET, prenorm=True,
