@@ -201,3 +201,24 @@ def test_unknown_architecture_and_budget_are_refused():
         archx.build("rnn", tok, archx.SMALL, np.random.default_rng(0))
     with pytest.raises(ValueError, match="budget must be one of"):
         archx.run("huge", progress=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, arm", [(objx, "spans, mean 3"), (archx, "prefix LM")])
+def test_one_arm_run_alone_gives_the_figures_of_the_whole_run(module, arm):
+    """``only``: each arm depends on the seed alone, so arms run as separate processes
+    merge into the record one run would give."""
+    whole = module.run("tiny", seed=1, progress=False)
+    alone = module.run("tiny", seed=1, progress=False, only=(arm,))
+    assert list(alone["arms"]) == [arm] and alone["floors"] == whole["floors"]
+    assert alone["arms"][arm] == whole["arms"][arm] and alone["items"][arm] == whole["items"][arm]
+    with pytest.raises(ValueError, match="unknown arm"):
+        module.run("tiny", progress=False, only=("encoder-only",))
+
+
+def test_the_t5_claims_are_judged_from_the_committed_runs():
+    from minipt.experiments import ledger
+    from minipt.experiments.verdict import VERDICTS
+    rows = {r["claim"]: r for r in ledger.rows()}
+    for key in ("t5-architectures", "t5-prefix-lm", "t5-denoising", "t5-spans", "t5-short-targets", "t5-pretraining"):
+        assert rows[key]["verdict"] in VERDICTS and rows[key]["seeds"] == [0, 1, 2], key
