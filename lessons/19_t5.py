@@ -41,7 +41,6 @@ from minipt import gradcheck
 from minipt import lesson_budget as budget
 from minipt.core.module import eval_mode
 from minipt.data import text_to_text as t2t
-from minipt.experiments import ledger
 from minipt.models import registry
 from minipt.models.registry import Preset
 from minipt.models.seq2seq.t5 import tiny_model
@@ -456,14 +455,10 @@ for e, a in wrong[:3]:
     print(f"  answer    {a}\n  reference {e['target']}\n")
 
 # %% [markdown]
-# **Does pre-training help?** The claims ledger settles it with T5's objectives study
-# (`minipt experiment objectives`: the same encoder-decoder with and without span
-# corruption, each fine-tuned for the same steps on its own fresh schedule, three seeds);
-# its row, in the ledger's words:
-
-# %%
-row = next(r for r in ledger.rows() if r["claim"] == "t5-pretraining")
-print(f"{row['says']}\n  verdict: {row['verdict']}\n  why: {row['why']}")
+# **Does the pre-training help?** One run cannot say: that needs the same model trained
+# with and without it, each fine-tuned for the same steps on its own fresh schedule,
+# over several seeds. Lesson 24 shows that comparison (T5's objectives study, with "no
+# pre-training" as one arm) and the claims ledger's verdict on it.
 
 # %% tags=["checks"]
 assert set(scores) == set(t2t.TASKS)

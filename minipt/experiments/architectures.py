@@ -40,7 +40,7 @@ from ..objectives.unified import prefix_lm
 from ..recipes.seq2seq import majority_scores
 from ..tokenizers.special import BOS, EOS, MASK, PAD, SEP, t5_sentinels
 from ..train import train
-from .objectives import N_SENTINELS, SETTINGS, objective_batch
+from .objectives import N_SENTINELS, SETTINGS, check_only, objective_batch
 from .protocol import Budget
 
 ARCHITECTURES = ("encoder-decoder", "shared encoder-decoder", "decoder-only", "prefix LM")
@@ -166,20 +166,12 @@ def test_items(arch: str, model, tok, pairs: list[dict], batch: int = 50) -> np.
     return np.array(out)
 
 
-def _check_only(only) -> None:
-    """``only``: None (every arm) or some of ARCHITECTURES; each arm's run depends only on the
-    seed, so arms run apart (one process each) give the figures of one run."""
-    unknown = [a for a in (only or ()) if a not in ARCHITECTURES]
-    if unknown or (only is not None and not only):
-        raise ValueError(f"unknown arm(s) {unknown or '(none given)'}; choose from {', '.join(ARCHITECTURES)}")
-
-
 def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, only=None) -> dict:
     """-> {"rows", "arms": {arch: {"score", <task scores>, "parameters"}}, "floors":
     {"commonest answer"}, "items": {arch: {"score"}}, ...}."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
-    _check_only(only)
+    check_only(only, ARCHITECTURES)
     b = BUDGETS[budget]
     data = t2t.text_to_text(b["sizes"], seed=seed)
     tok = t2t.build_tokenizer(data, (SEP, MASK, *t5_sentinels(N_SENTINELS)))

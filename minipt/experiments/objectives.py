@@ -103,12 +103,12 @@ def test_items(model, tok, test: list[dict]) -> np.ndarray:
     return np.array(out)
 
 
-def _check_only(only) -> None:
-    """``only``: None (every arm) or some of ARMS; each arm's run depends only on the
+def check_only(only, names=ARMS) -> None:
+    """``only``: None (every arm) or some of ``names``; each arm's run depends only on the
     seed, so arms run apart (one process each) give the figures of one run."""
-    unknown = [a for a in (only or ()) if a not in ARMS]
+    unknown = [a for a in (only or ()) if a not in names]
     if unknown or (only is not None and not only):
-        raise ValueError(f"unknown arm(s) {unknown or '(none given)'}; choose from {', '.join(ARMS)}")
+        raise ValueError(f"unknown arm(s) {unknown or '(none given)'}; choose from {', '.join(names)}")
 
 
 def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, only=None) -> dict:
@@ -116,7 +116,7 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, only=Non
     {"commonest answer", "whole piece"}, "items": {arm: {"score", "target length"}}, ...}."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
-    _check_only(only)
+    check_only(only)
     b = BUDGETS[budget]
     data = t2t.text_to_text(b["sizes"], seed=seed)
     tok = t2t.build_tokenizer(data, (MASK, *t5_sentinels(N_SENTINELS)))
