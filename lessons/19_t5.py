@@ -330,7 +330,7 @@ plt.tight_layout()
 # %% [markdown]
 # The rate is exactly 0.15 and the mean span exactly 3 (15 noise tokens in 5 spans per
 # text); single spans run from 1 to 11 tokens. Along the text, the first and last tokens
-# are noise least often (0.057 and 0.057: only a span that starts or ends exactly there
+# are noise least often (0.058 and 0.057: only a span that starts or ends exactly there
 # covers them), the middle 0.155, and the two ends alike: nothing piles up at the end (T5's
 # reference code ends every text with noise). Unpacked, an 8-token toy sentence would hold
 # one noise token, so T5 packs texts into longer pieces.
@@ -347,7 +347,7 @@ lib_src, lib_tgt = span_corruption(ids, np.random.default_rng(4), sent_ids)
 # %% tags=["checks"]
 assert restored == list(ids) and inv[int(tgt[-1])] == "<extra_id_2>"
 assert rate == 0.15 and mean_span == 3.0 and (first.sum(1) == 5).all()
-budget.stated("noise at the first token", where[0], "0.057")
+budget.stated("noise at the first token", where[0], "0.058")
 budget.stated("noise at the last token", where[-1], "0.057")
 budget.stated("noise in the middle", where[45:55].mean(), "0.155")
 assert span_lengths.min() == 1 and span_lengths.max() == 11
