@@ -23,7 +23,8 @@
 # the library's) and **span corruption** (the sampler, checked by counting against the
 # paper's rate and mean span length). Then a small T5 is trained on span corruption and a
 # mixture of four toy tasks.
-#
+
+# %% [markdown]
 # Shapes: `B` batch, `H` heads, `T` query positions, `S` key positions, `D` head size,
 # `N` buckets.
 
@@ -481,7 +482,8 @@ assert len(wrong) == round((1 - scores["summarize"]) * len(test_sum))
 # on a cosine schedule. The Hugging Face layout (`minipt.interop.t5_layout`) loads and
 # saves `T5ForConditionalGeneration` v1.0 and v1.1 checkpoints; lesson 14 shows the
 # mechanism.
-#
+
+# %% [markdown]
 # ## Exercises
 # 1. With 32 buckets and `max_distance` 128, which bidirectional bucket does distance
 #    $-200$ fall in, and which does $+200$? Why do all distances beyond 128 share one?
@@ -490,7 +492,8 @@ assert len(wrong) == round((1 - scores["summarize"]) * len(test_sum))
 # 3. Count the pre-training target length (sentinels, noise, the final sentinel and
 #    `</s>`) of span corruption on 100-token texts with spans of mean 3, and of i.i.d.
 #    noise at the same 15 % rate. Which is shorter, and why?
-#
+
+# %% [markdown]
 # ## Solutions
 
 # %%

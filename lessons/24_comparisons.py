@@ -24,7 +24,8 @@
 #    LM, BERT-style denoising, i.i.d. corruption at 15 %, span corruption (mean span 3).
 # 3. **Four-stage transfer** (Gururangan et al. 2020): general, domain- and task-adaptive
 #    pre-training, then fine-tuning; and what adapting costs the general domain.
-#
+
+# %% [markdown]
 # Nothing is trained here: the lesson reads the committed full-budget runs. Every arm
 # that pre-trains gets the same pre-training steps and batch, and every arm the same
 # fine-tuning steps on its own fresh schedule.
@@ -178,7 +179,8 @@ assert length["spans, mean 3"].mean() < length["i.i.d. 15 %"].mean() < length["B
 #    10 % of the pairs?
 # 3. Which arm of the architectures study is closest to its floor, and by how many
 #    standard errors of its margin over the three seeds?
-#
+
+# %% [markdown]
 # ## Solutions
 
 # %%
