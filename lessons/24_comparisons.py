@@ -64,6 +64,14 @@ def bars(ax, values, floor, floor_name, ylabel, title):
     ax.legend(fontsize=7)
 
 
+def task_means(name, tasks=("translate", "summarize", "sentiment", "similarity")):
+    """Each arm's score on each task, the mean over seeds."""
+    runs = RECORDS[name]["runs"]
+    print("mean over seeds:")
+    for a in runs[0]["arms"]:
+        print(f"  {a:24s} " + "  ".join(f"{t} {np.mean([r['arms'][a][t] for r in runs]):.3f}" for t in tasks))
+
+
 def verdicts(experiment):
     for r in ROWS:
         if r["experiment"] == experiment:
@@ -83,11 +91,7 @@ fig, ax = plt.subplots(figsize=(7, 3.4))
 bars(ax, arch, arch_floor["commonest answer"], "commonest answer", "held-out score (mean of 4 tasks)",
      "architectures at equal compute")
 plt.tight_layout()
-tasks = ("translate", "summarize", "sentiment", "similarity")
-print("mean over seeds:")
-for a in arch:
-    per_task = {t: np.mean([r["arms"][a][t] for r in RECORDS["architectures"]["runs"]]) for t in tasks}
-    print(f"  {a:24s} " + "  ".join(f"{t} {v:.3f}" for t, v in per_task.items()))
+task_means("architectures")
 
 # %% [markdown]
 # Read the per-task lines before the verdicts: at this budget (500 fine-tuning steps) no
@@ -118,10 +122,7 @@ bars(axes[1], length, length_floor["whole piece"], "whole piece + </s>", "target
 plt.tight_layout()
 
 # %%
-print("mean over seeds:")
-for a in obj:
-    per_task = {t: np.mean([r["arms"][a][t] for r in RECORDS["objectives"]["runs"]]) for t in tasks}
-    print(f"  {a:16s} " + "  ".join(f"{t} {v:.3f}" for t, v in per_task.items()))
+task_means("objectives")
 
 # %% [markdown]
 # As for the architectures, translation and summaries stay near zero for every objective;
