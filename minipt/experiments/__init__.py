@@ -36,9 +36,9 @@ EXPERIMENTS = {   # name -> (module, what it compares)
                     "BART's masking, deletion and infilling and MASS's k = 1, m/2, m at equal pre-training "
                     "compute, fine-tuned on 100 toy summarisation pairs, against no pre-training"),
     "architectures": ("minipt.experiments.architectures",
-                      "encoder-decoder, shared encoder-decoder, decoder-only LM, prefix LM, encoder-only"),
+                      "T5's architectures at equal compute: encoder-decoder, shared encoder-decoder, decoder-only, prefix LM"),
     "objectives": ("minipt.experiments.objectives",
-                   "T5's objectives at equal compute: prefix LM, BERT-style, deshuffling, i.i.d. vs span corruption"),
+                   "T5's objectives at equal compute: none, prefix LM, BERT-style, i.i.d. 15 %, spans of mean 3"),
     "in-context": ("minipt.experiments.in_context",
                    "GPT-3's in-context choice accuracy against K demonstrations and width (d 16, 48, 96)"),
     "bert-direction": ("minipt.experiments.bert_direction",

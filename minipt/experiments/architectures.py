@@ -1,25 +1,28 @@
-"""Architectures side by side (Raffel et al. 2020, T5, Sec. 3.2, Table 2; seed 001's table),
-at toy scale: each pre-trained with its natural objective on the text-to-text tasks'
-plain texts (packed to ``piece`` tokens, ``objectives/spans.pack_pieces``), then
-fine-tuned on the text-to-text mixture on a fresh schedule and optimiser state
-(``experiments/protocol.py``) and scored on held-out pairs (greedy answers,
-``text_to_text.score``). Same pre-training and fine-tuning steps and batch for all.
+"""Architectures side by side (Raffel et al. 2020, T5, Sec. 3.2, Table 2), at toy scale:
+each pre-trained with its natural objective on the text-to-text tasks' plain texts
+(packed to ``piece`` tokens, ``objectives/spans.pack_pieces``), then fine-tuned on the
+text-to-text mixture on a fresh schedule and optimiser state (``experiments/protocol.py``)
+and scored on held-out pairs (greedy answers, ``text_to_text.score``). Same pre-training
+and fine-tuning steps and batch for all, the same settings as ``objectives``.
 
 | architecture | model | pre-training | how it answers |
 |---|---|---|---|
 | encoder-decoder | ``Transformer`` 2 + 2 layers | span corruption 15 %, spans of 3 | decoder, greedy |
 | shared encoder-decoder | the same, decoder blocks tied to the encoder's (cross-attention not shared) | as above | as above |
-| decoder-only LM | ``PrefixLM`` with prefix 0 (GPT-2), 4 layers | causal LM | ``input [SEP]`` continued greedily |
+| decoder-only | ``PrefixLM`` with prefix 0 (GPT-2), 4 layers | causal LM | ``input [SEP]`` continued greedily |
 | prefix LM | ``PrefixLM``, 4 layers, the input fully visible | prefix LM | as the LM |
-| encoder-only | ``BertForPreTraining`` (no NSP), 4 layers | MLM 15 % | ``input [SEP]`` + 24 ``[MASK]`` slots filled in ONE pass, cut at the first ``</s>`` |
 
 Parameters: the encoder-decoder has P (2 encoder and 2 decoder blocks), the 4-layer
-single stacks a little less (no cross-attention), the shared one 0.59 P at the quick
-budget (T5's "shared encoder-decoder" has about half; here the embedding table and the
-cross-attention are not shared), with the same compute. Compute per example:
-the encoder-decoder and the shared one run each input token through 2 blocks and each
-target token through 2; the single stacks run every token through 4 (T5's "decoder-only
-with 2L layers", twice the FLOPs per token).
+single stacks a little less (no cross-attention), the shared one about 0.6 P (T5's
+"shared encoder-decoder" has about half; here the embedding table and the
+cross-attention are not shared). Compute per example: the encoder-decoder and the
+shared one run each input token through 2 blocks and each target token through 2; the
+single stacks run every token through 4 (T5's "decoder-only with 2L layers", twice the
+FLOPs per token). T5's encoder-only model is left out, as in T5: it cannot generate.
+
+Metric ``score``: the mean over the four tasks of the held-out score (``items``: one 0/1
+per test pair, the tasks' equal-sized test splits together). Floor ``commonest answer``:
+each task's commonest training answer given to every test input, averaged over tasks.
 """
 from __future__ import annotations
 
@@ -28,24 +31,23 @@ import numpy as np
 from ..data import text_to_text as t2t
 from ..inference.seq2seq_decoding import greedy
 from ..models.decoder.gpt import GPTConfig
-from ..models.encoder.bert import BertConfig, BertForPreTraining
 from ..models.protocol import IGNORE
 from ..models.seq2seq.transformer import Transformer, TransformerConfig
 from ..models.unified.prefix_lm import PrefixLM
-from ..objectives.mlm import mask_tokens
 from ..objectives.spans import pack_pieces
 from ..objectives.t5_span import span_corruption
 from ..objectives.unified import prefix_lm
+from ..recipes.seq2seq import majority_scores
 from ..tokenizers.special import BOS, EOS, MASK, PAD, SEP, t5_sentinels
 from ..train import train
-from .objectives import N_SENTINELS, SETTINGS, objective_batch
+from .objectives import N_SENTINELS, SETTINGS, check_only, objective_batch
 from .protocol import Budget
 
-ARCHITECTURES = ("encoder-decoder", "shared encoder-decoder", "decoder-only LM", "prefix LM", "encoder-only")
+ARCHITECTURES = ("encoder-decoder", "shared encoder-decoder", "decoder-only", "prefix LM")
 SMALL, TOY = dict(d_model=16, n_head=2, layers=1), dict(d_model=64, n_head=4, layers=2)
-BUDGETS = {"tiny": dict(pretrain=2, finetune=2, sizes=(40, 4, 2), seeds=(0,), piece=40, model=SMALL),  # seconds
-           "quick": dict(pretrain=200, finetune=250, sizes=(1000, 50, 50), seeds=(0,), piece=40, model=TOY),
-           "full": dict(pretrain=600, finetune=600, sizes=(2000, 100, 200), seeds=(0, 1, 2), piece=40, model=TOY)}
+BUDGETS = {"tiny": dict(pretrain=2, finetune=2, sizes=(40, 4, 2), piece=40, model=SMALL),     # seconds
+           "quick": dict(pretrain=200, finetune=400, sizes=(2000, 100, 100), piece=40, model=TOY),
+           "full": dict(pretrain=200, finetune=500, sizes=(2000, 100, 200), piece=40, model=TOY)}
 BATCH, MAX_SOURCE, MAX_TARGET = 32, 44, 24
 BLOCK = MAX_SOURCE + 1 + MAX_TARGET + 1          # input [SEP] target </s>
 
@@ -74,12 +76,9 @@ def build(arch: str, tok, m: dict, rng: np.random.Generator):
                                               n_decoder_layers=L, n_head=H, d_model=C, prenorm=True,
                                               max_source_len=MAX_SOURCE, max_target_len=MAX_SOURCE), rng=rng)
         return share_encoder_decoder(model) if arch.startswith("shared") else model
-    if arch in ("decoder-only LM", "prefix LM"):
+    if arch in ("decoder-only", "prefix LM"):
         return PrefixLM(GPTConfig.gpt2(vocab_size=V, block_size=BLOCK, n_layer=2 * L, n_head=H, d_model=C),
                         rng=rng, name=arch)
-    if arch == "encoder-only":
-        return BertForPreTraining(BertConfig(vocab_size=V, max_position=BLOCK, n_layer=2 * L, n_head=H, d_model=C,
-                                             d_ff=4 * C, dropout=0.0, nsp=False), rng=rng, name=arch)
     raise ValueError(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}")
 
 
@@ -117,11 +116,7 @@ class Batches:
         return self.finetune(pairs)
 
     def _pretrain(self, ids: np.ndarray, rng):
-        if self.arch == "encoder-only":
-            specials = list(self.id.values()) + self.sentinels
-            x, y = mask_tokens(ids, rng, mask_id=self.id[MASK], vocab_size=self.tok.vocab_size, special_ids=specials)
-            return x, None, None, y
-        if self.arch == "decoder-only LM":
+        if self.arch == "decoder-only":
             return ids[:, :-1], ids[:, 1:], 0
         rows = [prefix_lm(r, rng) for r in ids]                                 # (x, y, mask) per row
         return (np.stack([x for x, _, _ in rows]), np.stack([y for _, y, _ in rows]),
@@ -131,11 +126,6 @@ class Batches:
         """The mixture's pairs in a single stack's layout (see the module docstring)."""
         enc = [self.tok.encode(e["input"]) + [self.id[SEP]] for e in pairs]
         tgt = [self.tok.encode(e["target"]) + [self.id[EOS]] for e in pairs]
-        if self.arch == "encoder-only":
-            x = _rows([s + [self.id[MASK]] * MAX_TARGET for s in enc], self.id[PAD])
-            y = _rows([[IGNORE] * len(s) + t for s, t in zip(enc, tgt)], IGNORE)
-            y = np.pad(y, ((0, 0), (0, x.shape[1] - y.shape[1])), constant_values=IGNORE)
-            return x, None, (x != self.id[PAD]).astype(np.int64), y
         seq = _rows([s + t for s, t in zip(enc, tgt)], self.id[PAD])
         y = _rows([[IGNORE] * (len(s) - 1) + t + [IGNORE] for s, t in zip(enc, tgt)], IGNORE)[:, :seq.shape[1]]
         prefix = np.array([len(s) for s in enc]) if self.arch == "prefix LM" else 0
@@ -152,10 +142,6 @@ def answer(arch: str, model, tok, inputs: list[str]) -> list[list[int]]:
                       max_new_tokens=MAX_TARGET)
     cut = lambda ids: ids[:ids.index(eos)] if eos in ids else ids
     enc = [tok.encode(x) + [b.id[SEP]] for x in inputs]
-    if arch == "encoder-only":                                                  # all slots in one pass
-        x = _rows([s + [b.id[MASK]] * MAX_TARGET for s in enc], b.id[PAD])
-        _, logits = model(x, None, (x != b.id[PAD]).astype(np.int64))          # (B, T, V)
-        return [cut(np.argmax(logits[i, len(s):len(s) + MAX_TARGET], axis=-1).tolist()) for i, s in enumerate(enc)]
     lens = np.array([len(s) for s in enc])
     buf = _rows(enc, b.id[PAD])
     buf = np.pad(buf, ((0, 0), (0, MAX_TARGET)), constant_values=b.id[PAD])   # (B, longest + MAX_TARGET)
@@ -167,42 +153,44 @@ def answer(arch: str, model, tok, inputs: list[str]) -> list[list[int]]:
     return [cut(buf[i, lens[i]:lens[i] + MAX_TARGET].tolist()) for i in range(len(enc))]
 
 
-def scores(arch: str, model, tok, pairs: list[dict], batch: int = 50) -> dict[str, float]:
-    """{task: held-out score} of greedy answers (``text_to_text.score``), in eval mode."""
+def test_items(arch: str, model, tok, pairs: list[dict], batch: int = 50) -> np.ndarray:
+    """One 0/1 exact-match score per held-out pair (greedy answers, ``text_to_text.score``),
+    in the order of ``pairs``, in eval mode."""
     from ..core.module import eval_mode
-    preds: dict[str, tuple[list, list]] = {}
+    out = []
     with eval_mode(model):
         for i in range(0, len(pairs), batch):
             chunk = pairs[i:i + batch]
             for e, ids in zip(chunk, answer(arch, model, tok, [e["input"] for e in chunk])):
-                p, r = preds.setdefault(e["task"], ([], []))
-                p.append(t2t.answer_text(tok, ids))
-                r.append(e["target"])
-    return {task: t2t.score(task, p, r) for task, (p, r) in preds.items()}
+                out.append(t2t.score(e["task"], [t2t.answer_text(tok, ids)], [e["target"]]))
+    return np.array(out)
 
 
-def run(budget: str = "quick", *, seed: int = 0, progress: bool = True) -> dict:
-    """-> {"rows": [{"architecture", "mean score", <task scores>, "parameters"}], ...}."""
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, only=None) -> dict:
+    """-> {"rows", "arms": {arch: {"score", <task scores>, "parameters"}}, "floors":
+    {"commonest answer"}, "items": {arch: {"score"}}, ...}."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    check_only(only, ARCHITECTURES)
     b = BUDGETS[budget]
     data = t2t.text_to_text(b["sizes"], seed=seed)
     tok = t2t.build_tokenizer(data, (SEP, MASK, *t5_sentinels(N_SENTINELS)))
     test = [e for t in data.values() for e in t["test"]]
-    rows = []
+    arms, items = {}, {}
     for arch in ARCHITECTURES:
-        results = []
-        for s in b["seeds"]:
-            model = build(arch, tok, b["model"], np.random.default_rng(100 + s))
-            batches = Batches(arch, tok, data, b["pretrain"], b["piece"])
-            config = Budget(b["pretrain"], b["finetune"], BATCH).train_config(**SETTINGS, seed=seed + s,
-                                                                             progress=progress)
-            train(model, batches, config, callback=batches.callback)
-            results.append(scores(arch, model, tok, test))
-        row = {"architecture": arch,
-               "mean score": float(np.mean([np.mean(list(r.values())) for r in results]))}
-        row.update({task: float(np.mean([r[task] for r in results])) for task in data})
-        row["parameters"] = int(model.num_parameters())
-        rows.append(row)
-    return {"rows": rows, "budget": budget, "pretrain steps": b["pretrain"], "finetune steps": b["finetune"],
-            "batch": BATCH, "seeds": len(b["seeds"]), "test pairs per task": b["sizes"][2]}
+        if only is not None and arch not in only:
+            continue
+        model = build(arch, tok, b["model"], np.random.default_rng(100 + seed))
+        batches = Batches(arch, tok, data, b["pretrain"], b["piece"])
+        config = Budget(b["pretrain"], b["finetune"], BATCH).train_config(**SETTINGS, seed=seed, progress=progress)
+        train(model, batches, config, callback=batches.callback)
+        scores = test_items(arch, model, tok, test)
+        items[arch] = {"score": scores.tolist()}
+        arms[arch] = {"score": float(scores.mean()), "parameters": int(model.num_parameters()),
+                      **{task: float(np.mean([s for s, e in zip(scores, test) if e["task"] == task])) for task in data}}
+    rows = [{"architecture": k, "mean score": v["score"], **{t: v[t] for t in data}, "parameters": v["parameters"]}
+            for k, v in arms.items()]
+    floors = {"commonest answer": float(np.mean(list(majority_scores(data).values())))}
+    return {"rows": rows, "arms": arms, "floors": floors, "items": items, "budget": budget,
+            "pretrain steps": b["pretrain"], "finetune steps": b["finetune"], "batch": BATCH,
+            "test pairs per task": b["sizes"][2]}
