@@ -30,6 +30,15 @@ from .softmax import softmax_backward
 # 19.6 vs 35.7 ms); "blas" stays as its twin in the tests.
 FAST_PATH = "kernel"
 
+# The kernel's products run out of the L1 cache, BLAS's from registers: with a head size
+# above KERNEL_MAX_D the products outweigh what the kernel saves (no (T, S) arrays in
+# memory), and bidirectional attention, which has no causal half to skip, goes to BLAS.
+# Single thread, CPU ms fwd+bwd at B 8 T 256, kernel against the NumPy twin (a busy
+# AVX-512 VM, benchmarks/bench_attention.py's inputs): D 32 H 6, padding mask 34.6 vs 51.1,
+# bias and mask 43.4 vs 54.9; D 64 H 4, padding mask 41.5 vs 33.6, bias 47.5 vs 33.7
+# (no mask, no bias: 44.3 vs 35.1 on the "blas" path); causal + bias 31.2 vs 34.9 at D 64.
+KERNEL_MAX_D = 32
+
 
 def _check(q, k, v, mask, bias):
     check_same_dtype(q=q, k=k, v=v, bias=bias)
@@ -93,7 +102,7 @@ def attention_forward(q, k, v, mask=None, *, causal=False, bias=None, dropout_p=
     fused = kernels.get("attention_softmax")
     keys = key_mask(mask, S)
     if fused and (mask is None or keys is not None) and not (dropout_p and training):
-        if FAST_PATH == "kernel":
+        if FAST_PATH == "kernel" and (causal or q.shape[3] <= KERNEL_MAX_D):
             b4 = None if bias is None else bias.reshape(-1, *bias.shape[-3:])   # (1 or B, H, T, S)
             out, p = kernels.get("fused_attention_forward")(q, k, v, scale, causal, keys, b4)
             return out, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "keys": keys,

@@ -143,3 +143,15 @@ def test_dispatcher_takes_the_kernel_for_key_masks_only(mask, fused):
     assert A.attention_forward(q, k, v, mask, bias=bias)[1].get("fused") == fused
     assert A.attention_forward(q, k, v, mask, causal=True)[1].get("fused") == fused
     assert A.attention_forward(q, k, v, mask, dropout_p=0.1, rng=np.random.default_rng(0))[1].get("fused") is None
+
+
+def test_bidirectional_attention_with_large_heads_goes_to_blas():
+    """Above KERNEL_MAX_D the kernel serves causal attention only (A.KERNEL_MAX_D's table)."""
+    D = A.KERNEL_MAX_D + 8
+    q, k, v, _ = qkv_views(2, 2, 6, 6, D, np.float32)
+    pad = np.ones((2, 1, 6), bool)
+    assert A.attention_forward(q, k, v)[1].get("fused") is True                       # BLAS + softmax kernel
+    assert A.attention_forward(q, k, v, pad)[1].get("fused") is None                  # the NumPy twin
+    assert A.attention_forward(q, k, v, pad, causal=True)[1].get("fused") == "kernel"
+    q, k, v, _ = qkv_views(2, 2, 6, 6, A.KERNEL_MAX_D, np.float32)
+    assert A.attention_forward(q, k, v, pad)[1].get("fused") == "kernel"
