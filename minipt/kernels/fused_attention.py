@@ -3,12 +3,20 @@
 (``minipt.kernels.attention``), and the NumPy op (``minipt.ops.attention``) under both.
 
 Forward, for each query row i (keys j < n_i = i + S - T + 1 when causal, else S):
-    s_j = scale q_i . k_j,   p_j = exp(s_j - max s) / sum exp,   o_i = sum_j p_j v_j
+    s_j = scale q_i . k_j + bias_ij,   p_j = exp(s_j - max s) / sum exp,   o_i = sum_j p_j v_j
 Backward, from the stored P:
-    dp_j = do_i . v_j,   ds_j = scale p_j (dp_j - sum_j dp_j p_j),   dq_i = sum_j ds_j k_j
-    dk_j += sum_i ds_ij q_i,   dv_j += sum_i p_ij do_i
+    dp_j = do_i . v_j,   dbias_ij = p_j (dp_j - sum_j dp_j p_j),   ds_j = scale dbias_ij
+    dq_i = sum_j ds_j k_j,   dk_j += sum_i ds_ij q_i,   dv_j += sum_i p_ij do_i
 The causal half is never computed: row i stops at n_i rounded up to 8 (the few extra
 columns get p = 0).
+
+Masks and bias (BERT's key padding, T5's relative position bias). A key mask (1 or B, S)
+says which keys each batch row may attend to: n_i is also cut after the last allowed key
+(trailing padding costs nothing) and a row with no allowed key below n_i is all zeros;
+masked keys before that get a score of -1e30 (finite: fastmath assumes no inf) and their
+exponential times 0 (``_exp32`` stops at exp(-87)), so p = 0 there exactly. The additive
+bias (1 or B, H, T, S) is added to the scaled scores; the backward writes dbias per batch
+row (B, H, T, S), and the op sums it over the batch the bias was broadcast along.
 
 Tiles. Queries go ``ROWS`` (16) at a time and keys ``KEYS`` (64) at a time: each head's
 K^T and V^T are first copied into zero-padded blocks of 64 keys, (S'/64, D, 64), and
@@ -26,7 +34,9 @@ Parallel over (batch, head) with ``prange``: a short loop calling ``_forward_hea
 (``kernels.per_dtype``). What a first run pays (CPU seconds, float32 forward +
 backward, one busy 2-core VM): the whole kernel inside the ``prange`` loop, 10.6 + 22.3 s
 (the parallel passes worked over all of it), and both dtypes at import, 60 s; as here,
-6.3 + 8.4 s. Copies into the outputs are loops, not slice assignments: each of those
+6.3 + 8.4 s. The mask and bias arguments are runtime branches, not new specialisations:
+16.7 and 17.7 s with them against 16.0 and 15.7 s before them (two alternating pairs, a
+VM at load 40-70). Copies into the outputs are loops, not slice assignments: each of those
 pulled in Numba's formatting of its shape-mismatch error, about 2 s more.
 """
 import numba
