@@ -3,12 +3,20 @@
 (``minipt.kernels.attention``), and the NumPy op (``minipt.ops.attention``) under both.
 
 Forward, for each query row i (keys j < n_i = i + S - T + 1 when causal, else S):
-    s_j = scale q_i . k_j,   p_j = exp(s_j - max s) / sum exp,   o_i = sum_j p_j v_j
+    s_j = scale q_i . k_j + bias_ij,   p_j = exp(s_j - max s) / sum exp,   o_i = sum_j p_j v_j
 Backward, from the stored P:
-    dp_j = do_i . v_j,   ds_j = scale p_j (dp_j - sum_j dp_j p_j),   dq_i = sum_j ds_j k_j
-    dk_j += sum_i ds_ij q_i,   dv_j += sum_i p_ij do_i
+    dp_j = do_i . v_j,   dbias_ij = p_j (dp_j - sum_j dp_j p_j),   ds_j = scale dbias_ij
+    dq_i = sum_j ds_j k_j,   dk_j += sum_i ds_ij q_i,   dv_j += sum_i p_ij do_i
 The causal half is never computed: row i stops at n_i rounded up to 8 (the few extra
 columns get p = 0).
+
+Masks and bias (BERT's key padding, T5's relative position bias). A key mask (1 or B, S)
+says which keys each batch row may attend to: n_i is also cut after the last allowed key
+(trailing padding costs nothing) and a row with no allowed key below n_i is all zeros;
+masked keys before that get a score of -1e30 (finite: fastmath assumes no inf) and their
+exponential times 0 (``_exp32`` stops at exp(-87)), so p = 0 there exactly. The additive
+bias (1 or B, H, T, S) is added to the scaled scores; the backward writes dbias per batch
+row (B, H, T, S), and the op sums it over the batch the bias was broadcast along.
 
 Tiles. Queries go ``ROWS`` (16) at a time and keys ``KEYS`` (64) at a time: each head's
 K^T and V^T are first copied into zero-padded blocks of 64 keys, (S'/64, D, 64), and
@@ -26,7 +34,9 @@ Parallel over (batch, head) with ``prange``: a short loop calling ``_forward_hea
 (``kernels.per_dtype``). What a first run pays (CPU seconds, float32 forward +
 backward, one busy 2-core VM): the whole kernel inside the ``prange`` loop, 10.6 + 22.3 s
 (the parallel passes worked over all of it), and both dtypes at import, 60 s; as here,
-6.3 + 8.4 s. Copies into the outputs are loops, not slice assignments: each of those
+6.3 + 8.4 s. The mask and bias arguments are runtime branches, not new specialisations:
+16.7 and 17.7 s with them against 16.0 and 15.7 s before them (two alternating pairs, a
+VM at load 40-70). Copies into the outputs are loops, not slice assignments: each of those
 pulled in Numba's formatting of its shape-mismatch error, about 2 s more.
 """
 import numba
@@ -126,15 +136,17 @@ def _padded(n):
 
 
 @numba.njit(cache=True, inline="always")
-def _seen(i, S, T, causal):
-    """Keys query row i sees."""
-    return i + S - T + 1 if causal else S
+def _seen(i, S, T, causal, span):
+    """Keys 0 <= j < n query row i looks at: the causal limit, cut at span = (first, last + 1)
+    of the keys its batch row may attend to; 0 when none of them is in reach."""
+    n = min(i + S - T + 1 if causal else S, span[1])
+    return n if span[0] < n else 0
 
 
 @numba.njit(cache=True, inline="always")
-def _keys(i, S, T, causal):
-    """Keys query row i sees, rounded up to a multiple of 8."""
-    return _padded(_seen(i, S, T, causal))
+def _keys(i, S, T, causal, span):
+    """Keys query row i looks at, rounded up to a multiple of 8."""
+    return _padded(_seen(i, S, T, causal, span))
 
 
 @numba.njit(cache=True, inline="always")
@@ -152,53 +164,76 @@ def _key_blocks(k, v, b, h):
 
 
 @numba.njit(cache=True, inline="always")
-def _softmax_row(row, n):
-    """row[:n] <- softmax(row[:n]), row[n:] <- 0."""
+def _key_mask(mask, b, S, Sp, dtype):
+    """Batch row b's may-attend keys mask[b or 0] (S,) -> span (first, last + 1) of the keys
+    it may attend to, holes (a masked key before its end) and keep (S',), 1 where allowed."""
+    km = mask[b if mask.shape[0] > 1 else 0]
+    keep = np.zeros(Sp, dtype=dtype)
+    first, last, n = S, -1, 0
+    for j in range(S):
+        if km[j]:
+            keep[j] = 1.0
+            first, last, n = min(first, j), j, n + 1
+    return (first, last + 1), n < last + 1, keep
+
+
+@numba.njit(cache=True, inline="always")
+def _softmax_row(row, n, holes, keep):
+    """row[:n] <- softmax(row[:n]) over the keys with keep = 1 (the others get 0), row[n:] <- 0."""
     zero = row.dtype.type(0.0)
+    if holes:
+        low = row.dtype.type(-1e30)                                  # finite: fastmath assumes no inf
+        for j in range(n):
+            row[j] = row[j] if keep[j] != zero else low
     m = row[0]
     for j in range(n):
         m = max(m, row[j])
     total = zero
     for j in range(n):
         e = _exp(row[j] - m)
+        if holes:
+            e *= keep[j]                                             # _exp32 stops at exp(-87), not 0
         row[j] = e
         total += e
-    inv = row.dtype.type(1.0) / total
-    for j in range(n):
-        row[j] *= inv
+    if n > 0:
+        inv = row.dtype.type(1.0) / total
+        for j in range(n):
+            row[j] *= inv
     row[n:] = zero
 
 
 @numba.njit(cache=True, inline="always")
-def _tile_row_times(out, mb, xs, i0, i1, S, T, causal, blocks):
+def _tile_row_times(out, mb, xs, i0, i1, S, T, causal, span, blocks):
     """out[i - i0, :n_i'] += xs[i - i0] @ M[:, :n_i'] for the tile's rows i0 <= i < i1, a key
     block at a time: M blocked as mb (S'/KEYS, D, KEYS), xs (ROWS, D), out (ROWS, S')."""
     for jb in range(blocks):
         for i in range(i0, i1):
-            w = min(KEYS, _keys(i, S, T, causal) - jb * KEYS)
+            w = min(KEYS, _keys(i, S, T, causal, span) - jb * KEYS)
             if w > 0:
                 _row_times(out[i - i0, jb * KEYS:jb * KEYS + w], xs[i - i0], mb[jb], w)
 
 
 @numba.njit(cache=True, inline="always")
-def _tile_dots(out, mb, rows, i0, i1, S, T, causal, blocks):
+def _tile_dots(out, mb, rows, i0, i1, S, T, causal, span, blocks):
     """out[i - i0] += rows[i - i0] @ M for the tile's rows i0 <= i < i1, a key block at a
     time: M^T blocked as mb (S'/KEYS, D, KEYS), rows (ROWS, S'), out (ROWS, D)."""
     for jb in range(blocks):
         for i in range(i0, i1):
-            w = min(KEYS, _keys(i, S, T, causal) - jb * KEYS)
+            w = min(KEYS, _keys(i, S, T, causal, span) - jb * KEYS)
             if w > 0:
                 _dots(out[i - i0], mb[jb], rows[i - i0, jb * KEYS:jb * KEYS + w], w)
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=True)
-def _forward_head(q, k, v, sc, causal, out, p, b, h):
-    """out[b, h] and p[b, h] of one head; sc the scale in q's dtype."""
+def _forward_head(q, k, v, sc, causal, mask, bias, out, p, b, h):
+    """out[b, h] and p[b, h] of one head; sc the scale in q's dtype; mask (1 or B, S) keys
+    batch row b may attend to; bias (1 or B, H, T, S) added to the scaled scores (none: 0 rows)."""
     T, D = q.shape[2], q.shape[3]
     S = k.shape[2]
     Sp = (S + KEYS - 1) // KEYS * KEYS
     zero = q.dtype.type(0.0)
     kb, vb = _key_blocks(k, v, b, h)                              # (S'/64, D, 64) each
+    span, holes, keep = _key_mask(mask, b, S, Sp, q.dtype)
     qs = np.empty((ROWS, D), dtype=q.dtype)                       # scaled query rows of the tile
     o = np.empty((ROWS, D), dtype=q.dtype)
     rows = np.empty((ROWS, Sp), dtype=q.dtype)                    # scores, then weights
@@ -207,14 +242,19 @@ def _forward_head(q, k, v, sc, causal, out, p, b, h):
         for i in range(i0, i1):
             for d in range(D):
                 qs[i - i0, d] = q[b, h, i, d] * sc
-        nblock = _keys(i1 - 1, S, T, causal)                      # columns the tile touches
+        nblock = _keys(i1 - 1, S, T, causal, span)                      # columns the tile touches
         blocks = (nblock + KEYS - 1) // KEYS
         rows[:, :nblock] = zero
-        _tile_row_times(rows, kb, qs, i0, i1, S, T, causal, blocks)   # scores = Q K^T
+        _tile_row_times(rows, kb, qs, i0, i1, S, T, causal, span, blocks)   # scores = Q K^T
         for i in range(i0, i1):
-            _softmax_row(rows[i - i0], _seen(i, S, T, causal))
+            n = _seen(i, S, T, causal, span)
+            if bias.shape[0] > 0:
+                bi = bias[b if bias.shape[0] > 1 else 0, h, i]
+                for j in range(n):
+                    rows[i - i0, j] += bi[j]
+            _softmax_row(rows[i - i0], n, holes, keep)
         o[:] = zero
-        _tile_dots(o, vb, rows, i0, i1, S, T, causal, blocks)           # O = P V
+        _tile_dots(o, vb, rows, i0, i1, S, T, causal, span, blocks)           # O = P V
         for i in range(i0, i1):
             for d in range(D):
                 out[b, h, i, d] = o[i - i0, d]
@@ -223,14 +263,16 @@ def _forward_head(q, k, v, sc, causal, out, p, b, h):
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=True)
-def _backward_head(dout, q, k, v, p, sc, causal, dq, dk, dv, b, h):
-    """dq[b, h], dk[b, h] and dv[b, h] of one head; sc the scale in q's dtype."""
+def _backward_head(dout, q, k, v, p, sc, causal, mask, dq, dk, dv, dbias, b, h):
+    """dq[b, h], dk[b, h] and dv[b, h] of one head, and dbias[b, h] (the bias's gradient
+    before the sum over batch) unless dbias has 0 rows; sc the scale in q's dtype."""
     T, D = q.shape[2], q.shape[3]
     S = k.shape[2]
     Sp = (S + KEYS - 1) // KEYS * KEYS
     Tp = (T + ROWS - 1) // ROWS * ROWS
     zero = q.dtype.type(0.0)
     kb, vb = _key_blocks(k, v, b, h)                              # (S'/64, D, 64) each
+    span = _key_mask(mask, b, S, Sp, q.dtype)[0]
     qq = np.zeros((Tp, D), dtype=q.dtype)                         # Q (T', D)
     gg = np.zeros((Tp, D), dtype=q.dtype)                         # dO (T', D)
     for i in range(T):
@@ -244,23 +286,29 @@ def _backward_head(dout, q, k, v, p, sc, causal, dq, dk, dv, b, h):
     dqb = np.empty((ROWS, D), dtype=q.dtype)
     for i0 in range(0, Tp, ROWS):
         i1 = min(i0 + ROWS, T)
-        nblock = _keys(i1 - 1, S, T, causal)                      # columns the tile touches
+        nblock = _keys(i1 - 1, S, T, causal, span)                      # columns the tile touches
         blocks = (nblock + KEYS - 1) // KEYS
         pb[:, :nblock] = zero
         ds[:, :nblock] = zero
         for i in range(i0, i1):
-            for j in range(_seen(i, S, T, causal)):
+            for j in range(_seen(i, S, T, causal, span)):
                 pb[i - i0, j] = p[b, h, i, j]
-        _tile_row_times(ds, vb, gg[i0:i0 + ROWS], i0, i1, S, T, causal, blocks)   # dP = dO V^T
+        _tile_row_times(ds, vb, gg[i0:i0 + ROWS], i0, i1, S, T, causal, span, blocks)   # dP = dO V^T
         for i in range(i0, i1):                                   # dS = scale P (dP - sum_j dP P)
             pr, dr = pb[i - i0], ds[i - i0]
             dot = zero
-            for j in range(_seen(i, S, T, causal)):
+            for j in range(_seen(i, S, T, causal, span)):
                 dot += dr[j] * pr[j]
             for j in range(nblock):
-                dr[j] = pr[j] * (dr[j] - dot) * sc                # 0 where p = 0
+                dr[j] = pr[j] * (dr[j] - dot)                     # 0 where p = 0
+            if dbias.shape[0] > 0:                                 # dbias = dS before the scale
+                dbi = dbias[b, h, i]
+                for j in range(S):
+                    dbi[j] = dr[j] if j < nblock else zero
+            for j in range(nblock):
+                dr[j] *= sc
         dqb[:] = zero
-        _tile_dots(dqb, kb, ds, i0, i1, S, T, causal, blocks)           # dQ = dS K
+        _tile_dots(dqb, kb, ds, i0, i1, S, T, causal, span, blocks)           # dQ = dS K
         for i in range(i0, i1):
             for d in range(D):
                 dq[b, h, i, d] = dqb[i - i0, d]
@@ -275,46 +323,59 @@ def _backward_head(dout, q, k, v, p, sc, causal, dq, dk, dv, b, h):
             dv[b, h, j, d] = dvh[j, d]
 
 
-def _forward(q, k, v, scale, causal, out, p):
+def _forward(q, k, v, scale, causal, mask, bias, out, p):
     H = q.shape[1]
     sc = q.dtype.type(scale)
     for bh in numba.prange(q.shape[0] * H):
-        _forward_head(q, k, v, sc, causal, out, p, bh // H, bh % H)
+        _forward_head(q, k, v, sc, causal, mask, bias, out, p, bh // H, bh % H)
 
 
-def _backward(dout, q, k, v, p, scale, causal, dq, dk, dv):
+def _backward(dout, q, k, v, p, scale, causal, mask, dq, dk, dv, dbias):
     H = q.shape[1]
     sc = q.dtype.type(scale)
     for bh in numba.prange(q.shape[0] * H):
-        _backward_head(dout, q, k, v, p, sc, causal, dq, dk, dv, bh // H, bh % H)
+        _backward_head(dout, q, k, v, p, sc, causal, mask, dq, dk, dv, dbias, bh // H, bh % H)
 
 
 def _forward_signature(t):
     a4, c4 = t[:, :, :, :], t[:, :, :, ::1]                   # any strides; C-contiguous
-    return numba.void(a4, a4, a4, numba.float64, numba.boolean, c4, c4)
+    m2 = numba.boolean[:, :]
+    return numba.void(a4, a4, a4, numba.float64, numba.boolean, m2, a4, c4, c4)
 
 
 def _backward_signature(t):
     a4, c4 = t[:, :, :, :], t[:, :, :, ::1]
-    return numba.void(a4, a4, a4, a4, c4, numba.float64, numba.boolean, a4, a4, a4)
+    m2 = numba.boolean[:, :]
+    return numba.void(a4, a4, a4, a4, c4, numba.float64, numba.boolean, m2, a4, a4, a4, c4)
 
 
 _forward_jit = per_dtype(_forward, _forward_signature, parallel=True, cache=True)
 _backward_jit = per_dtype(_backward, _backward_signature, parallel=True, cache=True)
 
 
-def fused_attention_forward(q, k, v, scale, causal):
-    """q (B,H,T,D), k, v (B,H,S,D), any strides -> out (B,H,T,D), p (B,H,T,S) (zeros where masked)."""
+def _keys_mask(mask, S):
+    """None or a key mask (1 or B, S) -> a writable (1 or B, S) boolean array (all True for None)."""
+    return np.ones((1, S), dtype=bool) if mask is None else np.require(mask, requirements="W")
+
+
+def fused_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
+    """q (B,H,T,D), k, v (B,H,S,D), any strides; mask (1 or B, S) bool keys each batch row may
+    attend to, or None; bias (1 or B, H, T, S) or None -> out (B,H,T,D), p (B,H,T,S) (zeros
+    where masked)."""
     B, H, T, D = q.shape
     out = np.empty((B, H, T, D), dtype=q.dtype)
     p = np.empty((B, H, T, k.shape[2]), dtype=q.dtype)
-    _forward_jit(q.dtype)(q, k, v, float(scale), bool(causal), out, p)
+    if bias is None:
+        bias = np.empty((0, 1, 1, 1), dtype=q.dtype)
+    _forward_jit(q.dtype)(q, k, v, float(scale), bool(causal), _keys_mask(mask, k.shape[2]), bias, out, p)
     return out, p
 
 
-def fused_attention_backward(dout, q, k, v, p, scale, causal):
-    """dout (B,H,T,D), the forward's inputs and p -> dq (B,H,T,D), dk, dv (B,H,S,D)."""
+def fused_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=False):
+    """dout (B,H,T,D), the forward's inputs and p -> dq (B,H,T,D), dk, dv (B,H,S,D) and, when
+    the forward had a bias, dbias (B,H,T,S) per batch row (else None)."""
     dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
-    _backward_jit(q.dtype)(dout, q, k, v, p, float(scale), bool(causal), dq, dk, dv)
-    return dq, dk, dv
-
+    dbias = np.empty(p.shape if bias else (0, 1, 1, 1), dtype=q.dtype)
+    _backward_jit(q.dtype)(dout, q, k, v, p, float(scale), bool(causal), _keys_mask(mask, k.shape[2]),
+                           dq, dk, dv, dbias)
+    return dq, dk, dv, dbias if bias else None

@@ -22,12 +22,22 @@ from .. import kernels
 from ..core.checks import check_same_dtype
 from .softmax import softmax_backward
 
-# The fast path (no mask but causal, no bias, no dropout, S >= T) has two Numba versions:
-# "kernel", the whole attention per (batch, head) in minipt.kernels.fused_attention, and
-# "blas", stacked BLAS matmuls around the softmax kernels of minipt.kernels.attention.
-# "kernel" won at the GPT sizes S, M and L (single thread, fwd+bwd, median of 15 alternating
-# rounds: 1.9 vs 2.7, 8.4 vs 12.9 and 19.6 vs 35.7 ms); "blas" stays as its twin in the tests.
+# The fast path (no dropout; no mask, a key-padding mask or the causal rule; an optional
+# bias) is "kernel", the whole attention per (batch, head) in minipt.kernels.fused_attention.
+# Without mask and bias there is a second Numba version, "blas", stacked BLAS matmuls around
+# the softmax kernels of minipt.kernels.attention. "kernel" won at the GPT sizes S, M and L
+# (single thread, fwd+bwd, median of 15 alternating rounds: 1.9 vs 2.7, 8.4 vs 12.9 and
+# 19.6 vs 35.7 ms); "blas" stays as its twin in the tests.
 FAST_PATH = "kernel"
+
+# The kernel's products run out of the L1 cache, BLAS's from registers: with a head size
+# above KERNEL_MAX_D the products outweigh what the kernel saves (no (T, S) arrays in
+# memory), and bidirectional attention, which has no causal half to skip, goes to BLAS.
+# Single thread, CPU ms fwd+bwd at B 8 T 256, kernel against the NumPy twin (a busy
+# AVX-512 VM, benchmarks/bench_attention.py's inputs): D 32 H 6, padding mask 34.6 vs 51.1,
+# bias and mask 43.4 vs 54.9; D 64 H 4, padding mask 41.5 vs 33.6, bias 47.5 vs 33.7
+# (no mask, no bias: 44.3 vs 35.1 on the "blas" path); causal + bias 31.2 vs 34.9 at D 64.
+KERNEL_MAX_D = 32
 
 
 def _check(q, k, v, mask, bias):
@@ -73,6 +83,14 @@ def allowed_mask(T: int, S: int, mask: np.ndarray | None, causal: bool) -> np.nd
     return combine_masks(mask, tri)
 
 
+def key_mask(mask: np.ndarray | None, S: int) -> np.ndarray | None:
+    """The (1 or B, S) keys a may-attend mask allows when it allows the same keys to every
+    query and head (key padding: (1, S), (B, 1, S), (B, 1, 1, S)), else None."""
+    if mask is None or any(n != 1 for n in mask.shape[1 if mask.ndim > 2 else 0:-1]):
+        return None
+    return mask.reshape(-1, S)
+
+
 def attention_forward(q, k, v, mask=None, *, causal=False, bias=None, dropout_p=0.0,
                       rng=None, training=True, scale=None):
     """q (B,H,T,D), k, v (B,H,S,D) -> out (B,H,T,D), cache (cache["p"] holds the weights)."""
@@ -82,12 +100,16 @@ def attention_forward(q, k, v, mask=None, *, causal=False, bias=None, dropout_p=
     T, S = q.shape[2], k.shape[2]
     scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
     fused = kernels.get("attention_softmax")
-    if fused and mask is None and bias is None and not (dropout_p and training) and S >= T:
-        if FAST_PATH == "kernel":
-            out, p = kernels.get("fused_attention_forward")(q, k, v, scale, causal)
-            return out, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "fused": "kernel"}
-        p = fused(q @ k.swapaxes(-1, -2), scale, causal)          # (B, H, T, S), Numba softmax
-        return p @ v, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "fused": True}
+    keys = key_mask(mask, S)
+    if fused and (mask is None or keys is not None) and not (dropout_p and training):
+        if FAST_PATH == "kernel" and (causal or q.shape[3] <= KERNEL_MAX_D):
+            b4 = None if bias is None else bias.reshape(-1, *bias.shape[-3:])   # (1 or B, H, T, S)
+            out, p = kernels.get("fused_attention_forward")(q, k, v, scale, causal, keys, b4)
+            return out, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "keys": keys,
+                         "bias_shape": None if bias is None else bias.shape, "fused": "kernel"}
+        if mask is None and bias is None and S >= T:
+            p = fused(q @ k.swapaxes(-1, -2), scale, causal)      # (B, H, T, S), Numba softmax
+            return p @ v, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "fused": True}
     return attention_forward_numpy(q, k, v, mask, causal, bias, dropout_p, rng, training, scale)
 
 
@@ -119,8 +141,10 @@ def attention_forward_numpy(q, k, v, mask, causal, bias, dropout_p, rng, trainin
 def attention_backward(dout, cache):
     """dout (B,H,T,D) -> dq (B,H,T,D), dk, dv (B,H,S,D), dbias (bias shape) or None."""
     if cache.get("fused") == "kernel":
-        return (*kernels.get("fused_attention_backward")(dout, cache["q"], cache["k"], cache["v"], cache["p"],
-                                                         cache["scale"], cache["causal"]), None)
+        dq, dk, dv, ds = kernels.get("fused_attention_backward")(
+            dout, cache["q"], cache["k"], cache["v"], cache["p"], cache["scale"], cache["causal"], cache["keys"],
+            cache["bias_shape"] is not None)                      # ds (B, H, T, S) unscaled, or None
+        return dq, dk, dv, bias_grad(ds, cache["bias_shape"])
     if cache.get("fused"):
         q, k, v, p = cache["q"], cache["k"], cache["v"], cache["p"]
         dv = p.swapaxes(-1, -2) @ dout                            # (B, H, S, D)
@@ -138,11 +162,18 @@ def attention_backward_numpy(dout, cache):
     if drop is not None:
         dp *= drop
     ds = softmax_backward(dp, p)                                  # (B, H, T, S)
-    dbias = None
-    if cache["bias_shape"] is not None:
-        dbias = ds.sum(axis=0) if len(cache["bias_shape"]) == 3 else \
-            ds.sum(axis=0, keepdims=True) if cache["bias_shape"][0] == 1 and ds.shape[0] > 1 else ds.copy()
+    dbias = bias_grad(ds, cache["bias_shape"])
     ds *= cache["scale"]
     dq = ds @ k                                                   # (B, H, T, D)
     dk = ds.swapaxes(-1, -2) @ q                                  # (B, H, S, D)
     return dq, dk, dv, dbias
+
+
+def bias_grad(ds, bias_shape):
+    """ds (B, H, T, S), the scores' gradient before the scale -> dbias of shape bias_shape
+    (summed over the batch axis the bias was broadcast along), or None without a bias."""
+    if bias_shape is None:
+        return None
+    if len(bias_shape) == 3:
+        return ds.sum(axis=0)                                     # (H, T, S)
+    return ds.sum(axis=0, keepdims=True) if bias_shape[0] == 1 and ds.shape[0] > 1 else ds.copy()

@@ -63,3 +63,95 @@ def test_kernel_and_blas_paths_agree(dtype, monkeypatch):
 def test_default_fast_path_is_the_kernel():
     q, k, v, _ = qkv_views(1, 2, 8, 8, 8, np.float32)
     assert A.attention_forward(q, k, v, causal=True)[1]["fused"] == "kernel"
+
+
+# -- key padding and additive bias (BERT's and T5's attention) -------------------------
+def padding_and_bias(kind, B, H, T, S, dtype, bias_shape, seed=2):
+    """The may-attend mask and bias of one case: "pad" keys past each row's length (the
+    last row all padding), "holes" keys masked anywhere (one row fully, one at its start)."""
+    r = np.random.default_rng(seed)
+    mask = None
+    if kind == "pad":
+        lengths = np.array([S, max(S // 2, 1), 0][:B])
+        mask = (np.arange(S)[None] < lengths[:, None])[:, None, :]        # (B, 1, S) as BERT passes it
+    elif kind == "holes":
+        real = r.random((B, S)) < 0.6
+        real[-1], real[0, :3] = False, False
+        mask = real[:, None, None, :]                                      # (B, 1, 1, S)
+    bias = None if bias_shape is None else r.standard_normal(bias_shape).astype(dtype)
+    return mask, bias
+
+
+CASES = [  # (mask kind, causal, bias shape given (H, T, S) as "HTS")
+    ("pad", False, None), (None, False, "HTS"), ("pad", False, "HTS"), (None, True, "HTS"),
+    ("pad", True, "1HTS"), ("holes", False, "1HTS"), ("holes", True, "BHTS"), ("pad", False, "BHTS"),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind,causal,bshape", CASES)
+@pytest.mark.parametrize("T,S,D", [(5, 5, 8), (17, 17, 19), (70, 150, 8), (130, 130, 12), (40, 24, 16)])
+def test_padding_and_bias_match_the_numpy_twin(T, S, D, kind, causal, bshape, dtype):
+    """The op's fused path (forward, dq, dk, dv, dbias) against its NumPy twin, padding keys
+    exactly zero-weighted, a batch row with no key at all giving zeros."""
+    B, H = 3, 2
+    q, k, v, dout = qkv_views(B, H, T, S, D, dtype)
+    shape = {None: None, "HTS": (H, T, S), "1HTS": (1, H, T, S), "BHTS": (B, H, T, S)}[bshape]
+    mask, bias = padding_and_bias(kind, B, H, T, S, dtype, shape)
+    out, cache = A.attention_forward(q, k, v, mask, causal=causal, bias=bias)
+    assert cache["fused"] == "kernel"
+    scale = 1 / math.sqrt(D)
+    want, twin = A.attention_forward_numpy(q, k, v, mask, causal, bias, 0.0, None, True, scale)
+    assert out.dtype == dtype and rel(out, want) <= TOL[dtype] and rel(cache["p"], twin["p"]) <= TOL[dtype]
+    if mask is not None:
+        assert not cache["p"][~np.broadcast_to(mask.reshape(B, 1, 1, S), cache["p"].shape)].any()
+        assert not out[-1].any()                                               # the row with no key
+    grads = A.attention_backward(dout, cache)
+    for name, g, w in zip(("dq", "dk", "dv", "dbias"), grads, A.attention_backward_numpy(dout, twin)):
+        if w is None:
+            assert g is None, name
+        else:
+            assert g.shape == w.shape and g.dtype == dtype and rel(g, w) <= TOL[dtype], name
+
+
+@pytest.mark.parametrize("kind,causal,bshape", [("pad", False, "HTS"), ("holes", True, "1HTS")])
+def test_gradcheck_through_the_kernel(kind, causal, bshape):
+    from minipt.core.gradcheck import check_op
+
+    B, H, T, S, D = 3, 2, 6, 6, 4
+    r = np.random.default_rng(5)
+    shape = {"HTS": (H, T, S), "1HTS": (1, H, T, S)}[bshape]
+    mask, bias = padding_and_bias(kind, B, H, T, S, np.float64, shape)
+    inputs = {"q": r.standard_normal((B, H, T, D)), "k": r.standard_normal((B, H, S, D)),
+              "v": r.standard_normal((B, H, S, D)), "bias": bias}
+
+    def forward(q, k, v, bias):
+        out, cache = A.attention_forward(q, k, v, mask, causal=causal, bias=bias)
+        assert cache["fused"] == "kernel"
+        return out, cache
+    result = check_op(forward, A.attention_backward, inputs, params=("bias",))
+    assert result.passed, str(result)
+
+
+@pytest.mark.parametrize("mask,fused", [
+    (np.ones((1, 6), bool), "kernel"), (np.ones((2, 1, 6), bool), "kernel"),
+    (np.ones((2, 1, 1, 6), bool), "kernel"), (np.ones((6, 6), bool), None),
+    (np.ones((2, 6, 6), bool), None), (np.ones((2, 1, 6, 6), bool), None)])
+def test_dispatcher_takes_the_kernel_for_key_masks_only(mask, fused):
+    q, k, v, _ = qkv_views(2, 2, 6, 6, 8, np.float32)
+    bias = np.zeros((2, 6, 6), np.float32)
+    assert A.attention_forward(q, k, v, mask, bias=bias)[1].get("fused") == fused
+    assert A.attention_forward(q, k, v, mask, causal=True)[1].get("fused") == fused
+    assert A.attention_forward(q, k, v, mask, dropout_p=0.1, rng=np.random.default_rng(0))[1].get("fused") is None
+
+
+def test_bidirectional_attention_with_large_heads_goes_to_blas():
+    """Above KERNEL_MAX_D the kernel serves causal attention only (A.KERNEL_MAX_D's table)."""
+    D = A.KERNEL_MAX_D + 8
+    q, k, v, _ = qkv_views(2, 2, 6, 6, D, np.float32)
+    pad = np.ones((2, 1, 6), bool)
+    assert A.attention_forward(q, k, v)[1].get("fused") is True                       # BLAS + softmax kernel
+    assert A.attention_forward(q, k, v, pad)[1].get("fused") is None                  # the NumPy twin
+    assert A.attention_forward(q, k, v, pad, causal=True)[1].get("fused") == "kernel"
+    q, k, v, _ = qkv_views(2, 2, 6, 6, A.KERNEL_MAX_D, np.float32)
+    assert A.attention_forward(q, k, v, pad)[1].get("fused") == "kernel"
