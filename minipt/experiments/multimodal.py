@@ -156,15 +156,20 @@ def arm_name(design: str, pretrained: bool) -> str:
 
 
 def run(budget: str = "quick", *, seed: int = 0, progress: bool = False, keep_models: bool = False,
-        callback=None) -> dict:
+        callback=None, arms=None) -> dict:
     """-> {"rows": [{design, pretrained, R@1 t->i, R@5 t->i, R@1 i->t, R@5 i->t, VQA}],
     "arms": {arm: {"VQA accuracy", "R@5"}}, "items": {arm: {metric: per-item scores}},
     "floors": {"majority answer", "chance retrieval"}, "parameters": {design: count}, "grounding": {design: share}};
     ``keep_models`` adds "models": {design: the pre-trained model} (for pictures);
     ``callback(arm, phase, step)`` is called after every training step (phase "pre-training",
-    "retrieval" or "VQA")."""
+    "retrieval" or "VQA"); ``arms`` (arm names) runs only those arms (each is independent of the
+    others given the seed, so arms may run as separate processes)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    every = [(d, p) for d in DESIGNS for p in (False, True)]
+    chosen = every if arms is None else [(d, p) for d, p in every if arm_name(d, p) in arms]
+    if arms is not None and len(chosen) != len(set(arms)):
+        raise ValueError(f"arms must be some of {[arm_name(d, p) for d, p in every]}, got {arms!r}")
     b = BUDGETS[budget]
     pairs = ts.matching_pairs(b["pairs"], seed=seed)
     rng = np.random.default_rng(seed + 1)
@@ -174,37 +179,37 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False, keep_mo
     vqa_scenes = [ts.make_scene(rng) for _ in range(b["questions"])]
     vqa_test, vqa_answers = _vqa(vqa_scenes, np.random.default_rng(seed + 2))
     rows, arms, items, params, ground, kept = [], {}, {}, {}, {}, {}
-    for design in DESIGNS:
-        for pretrained in (False, True):
-            arm = arm_name(design, pretrained)
-            hook = (lambda phase: None) if callback is None else \
-                (lambda phase: lambda step, record: callback(arm, phase, step))
-            model = build(design, seed)
-            params[design] = model.num_parameters()
-            if pretrained:
-                _fit(model, _pretrain_batches(pairs), b["pretrain"], seed, progress, hook("pre-training"))
-                ground[design] = grounding(model, test_scenes, np.random.default_rng(seed + 3))
-            state = model.state_dict()
-            if pretrained and keep_models:
-                kept[design] = build(design, seed)
-                kept[design].load_state_dict(state)
-            steps = b["finetune"] if pretrained else b["pretrain"] + b["finetune"]     # equal total steps
-            _fit(model, _itm_batches(pairs), steps, seed, progress, hook("retrieval"))
-            s = match_scores(model, test_scenes, test_caps)
-            model.load_state_dict(state)
-            _fit(model, _vqa_batches(train_scenes), steps, seed, progress, hook("VQA"))
-            with eval_mode(model):
-                model(*vqa_test, answers=vqa_answers)
-            right = (model.heads.scores["vqa"].argmax(1) == vqa_answers).astype(float)     # (questions,)
-            vqa = float(right.mean())
-            rows.append({"design": design, "pretrained": pretrained, "R@1 text->image": recall(s, 1),
-                         "R@5 text->image": recall(s, 5), "R@1 image->text": recall(s.T, 1),
-                         "R@5 image->text": recall(s.T, 5), "VQA accuracy": vqa})
-            both = (hits(s, 5) + hits(s.T, 5)) / 2              # (candidates,) caption i and scene i
-            arms[arm] = {"VQA accuracy": vqa, "R@5": float(both.mean())}
-            items[arm] = {"VQA accuracy": right, "R@5": both}
+    for design, pretrained in chosen:
+        arm = arm_name(design, pretrained)
+        hook = (lambda phase: None) if callback is None else \
+            (lambda phase: lambda step, record: callback(arm, phase, step))
+        model = build(design, seed)
+        params[design] = model.num_parameters()
+        if pretrained:
+            _fit(model, _pretrain_batches(pairs), b["pretrain"], seed, progress, hook("pre-training"))
+            ground[design] = grounding(model, test_scenes, np.random.default_rng(seed + 3))
+        state = model.state_dict()
+        if pretrained and keep_models:
+            kept[design] = build(design, seed)
+            kept[design].load_state_dict(state)
+        steps = b["finetune"] if pretrained else b["pretrain"] + b["finetune"]     # equal total steps
+        _fit(model, _itm_batches(pairs), steps, seed, progress, hook("retrieval"))
+        s = match_scores(model, test_scenes, test_caps)
+        model.load_state_dict(state)
+        _fit(model, _vqa_batches(train_scenes), steps, seed, progress, hook("VQA"))
+        with eval_mode(model):
+            model(*vqa_test, answers=vqa_answers)
+        right = (model.heads.scores["vqa"].argmax(1) == vqa_answers).astype(float)     # (questions,)
+        vqa = float(right.mean())
+        rows.append({"design": design, "pretrained": pretrained, "R@1 text->image": recall(s, 1),
+                     "R@5 text->image": recall(s, 5), "R@1 image->text": recall(s.T, 1),
+                     "R@5 image->text": recall(s.T, 5), "VQA accuracy": vqa})
+        both = (hits(s, 5) + hits(s.T, 5)) / 2              # (candidates,) caption i and scene i
+        arms[arm] = {"VQA accuracy": vqa, "R@5": float(both.mean())}
+        items[arm] = {"VQA accuracy": right, "R@5": both}
     majority = float(np.bincount(vqa_answers).max() / len(vqa_answers))
-    out = {"rows": rows, "arms": arms, "items": items, "floors": {"majority answer": majority, "chance retrieval": 5 / b["candidates"]},
+    out = {"rows": rows, "arms": arms, "items": items,
+           "floors": {"majority answer": majority, "chance retrieval": 5 / b["candidates"]},
            "parameters": params, "grounding": ground, "budget": budget,
            "chance": {"R@1": 1 / b["candidates"], "R@5": 5 / b["candidates"], "VQA (majority answer)": majority}}
     return {**out, "models": kept} if keep_models else out
