@@ -32,6 +32,15 @@ def test_multimodal_arms_train_for_equal_total_steps_before_each_task():
         assert len(out["items"][arm]["R@5"]) == b["candidates"]
         for metric, value in metrics.items():
             assert np.mean(out["items"][arm][metric]) == pytest.approx(value)
+    alone = multimodal.run("tiny", seed=0, arms=("two-stream, pre-trained",))      # an arm run by itself
+    assert alone["arms"] == {"two-stream, pre-trained": out["arms"]["two-stream, pre-trained"]}
+    assert alone["floors"] == out["floors"]
+
+
+@pytest.mark.parametrize("module, arm", [(knowledge, "bert"), (multimodal, "two streams, pre-trained")])
+def test_an_unknown_arm_is_refused_by_name(module, arm):
+    with pytest.raises(ValueError, match="arms must be some of"):
+        module.run("tiny", arms=(arm,))
 
 
 @pytest.mark.parametrize("budget", ["quick", "full"])
@@ -133,5 +142,7 @@ def test_each_study_reports_the_arms_and_floors_its_claims_read(name, module):
             shares = out["items"][r["model"]]["accuracy"]
             assert r["test accuracy"] == pytest.approx(shares.mean())
             assert r["test SE"] == pytest.approx(shares.std(ddof=1) / math.sqrt(len(shares)))
+        alone = knowledge.run("tiny", seed=0, arms=("ERNIE",))                  # an arm run by itself
+        assert alone["arms"] == {"ERNIE": out["arms"]["ERNIE"]} and alone["floors"] == out["floors"]
     if name == "transfer":                                        # an untrained network is far above unigram
         assert out["arms"]["fine-tuning only"]["general loss"] > out["floors"]["unigram"] + 1
