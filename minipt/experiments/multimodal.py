@@ -51,6 +51,7 @@ DESIGNS = {"single stream": (SingleStream, dict(n_layer=4)),
 BUDGETS = {"tiny": dict(pretrain=20, finetune=10, pairs=200, candidates=10, questions=40),     # seconds: for tests
            "quick": dict(pretrain=600, finetune=200, pairs=4000, candidates=50, questions=400),
            "full": dict(pretrain=1500, finetune=300, pairs=12000, candidates=100, questions=1000)}
+TASKS = ("retrieval", "VQA")
 LR = 1e-3          # every phase of every arm; the presets' rate (at 3e-3 the two-stream model and the
                    # scratch arms never left chance retrieval)
 
@@ -156,20 +157,23 @@ def arm_name(design: str, pretrained: bool) -> str:
 
 
 def run(budget: str = "quick", *, seed: int = 0, progress: bool = False, keep_models: bool = False,
-        callback=None, arms=None) -> dict:
+        callback=None, arms=None, tasks=TASKS) -> dict:
     """-> {"rows": [{design, pretrained, R@1 t->i, R@5 t->i, R@1 i->t, R@5 i->t, VQA}],
     "arms": {arm: {"VQA accuracy", "R@5"}}, "items": {arm: {metric: per-item scores}},
     "floors": {"majority answer", "chance retrieval"}, "parameters": {design: count}, "grounding": {design: share}};
     ``keep_models`` adds "models": {design: the pre-trained model} (for pictures);
     ``callback(arm, phase, step)`` is called after every training step (phase "pre-training",
-    "retrieval" or "VQA"); ``arms`` (arm names) runs only those arms (each is independent of the
-    others given the seed, so arms may run as separate processes)."""
+    "retrieval" or "VQA"); ``arms`` (arm names) and ``tasks`` run only those arms and tasks (each
+    is independent of the others given the seed, so they may run as separate processes; a row
+    then holds only its tasks' metrics)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
     every = [(d, p) for d in DESIGNS for p in (False, True)]
     chosen = every if arms is None else [(d, p) for d, p in every if arm_name(d, p) in arms]
     if arms is not None and len(chosen) != len(set(arms)):
         raise ValueError(f"arms must be some of {[arm_name(d, p) for d, p in every]}, got {arms!r}")
+    if not tasks or not set(tasks) <= set(TASKS):
+        raise ValueError(f"tasks must be some of {TASKS}, got {tasks!r}")
     b = BUDGETS[budget]
     pairs = ts.matching_pairs(b["pairs"], seed=seed)
     rng = np.random.default_rng(seed + 1)
@@ -193,20 +197,22 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False, keep_mo
             kept[design] = build(design, seed)
             kept[design].load_state_dict(state)
         steps = b["finetune"] if pretrained else b["pretrain"] + b["finetune"]     # equal total steps
-        _fit(model, _itm_batches(pairs), steps, seed, progress, hook("retrieval"))
-        s = match_scores(model, test_scenes, test_caps)
-        model.load_state_dict(state)
-        _fit(model, _vqa_batches(train_scenes), steps, seed, progress, hook("VQA"))
-        with eval_mode(model):
-            model(*vqa_test, answers=vqa_answers)
-        right = (model.heads.scores["vqa"].argmax(1) == vqa_answers).astype(float)     # (questions,)
-        vqa = float(right.mean())
-        rows.append({"design": design, "pretrained": pretrained, "R@1 text->image": recall(s, 1),
-                     "R@5 text->image": recall(s, 5), "R@1 image->text": recall(s.T, 1),
-                     "R@5 image->text": recall(s.T, 5), "VQA accuracy": vqa})
-        both = (hits(s, 5) + hits(s.T, 5)) / 2              # (candidates,) caption i and scene i
-        arms[arm] = {"VQA accuracy": vqa, "R@5": float(both.mean())}
-        items[arm] = {"VQA accuracy": right, "R@5": both}
+        row, arms[arm], items[arm] = {"design": design, "pretrained": pretrained}, {}, {}
+        if "retrieval" in tasks:
+            _fit(model, _itm_batches(pairs), steps, seed, progress, hook("retrieval"))
+            s = match_scores(model, test_scenes, test_caps)
+            row.update({"R@1 text->image": recall(s, 1), "R@5 text->image": recall(s, 5),
+                        "R@1 image->text": recall(s.T, 1), "R@5 image->text": recall(s.T, 5)})
+            items[arm]["R@5"] = (hits(s, 5) + hits(s.T, 5)) / 2          # (candidates,) caption i and scene i
+        if "VQA" in tasks:
+            model.load_state_dict(state)
+            _fit(model, _vqa_batches(train_scenes), steps, seed, progress, hook("VQA"))
+            with eval_mode(model):
+                model(*vqa_test, answers=vqa_answers)
+            items[arm]["VQA accuracy"] = (model.heads.scores["vqa"].argmax(1) == vqa_answers).astype(float)
+            row["VQA accuracy"] = float(items[arm]["VQA accuracy"].mean())
+        arms[arm] = {metric: float(v.mean()) for metric, v in items[arm].items()}
+        rows.append(row)
     majority = float(np.bincount(vqa_answers).max() / len(vqa_answers))
     out = {"rows": rows, "arms": arms, "items": items,
            "floors": {"majority answer": majority, "chance retrieval": 5 / b["candidates"]},
