@@ -32,8 +32,9 @@ def test_multimodal_arms_train_for_equal_total_steps_before_each_task():
         assert len(out["items"][arm]["R@5"]) == b["candidates"]
         for metric, value in metrics.items():
             assert np.mean(out["items"][arm][metric]) == pytest.approx(value)
-    alone = multimodal.run("tiny", seed=0, arms=("two-stream, pre-trained",))      # an arm run by itself
-    assert alone["arms"] == {"two-stream, pre-trained": out["arms"]["two-stream, pre-trained"]}
+    alone = multimodal.run("tiny", seed=0, arms=("two-stream, scratch",), tasks=("VQA",))   # one arm, one task
+    vqa = out["arms"]["two-stream, scratch"]["VQA accuracy"]
+    assert alone["arms"] == {"two-stream, scratch": {"VQA accuracy": vqa}}
     assert alone["floors"] == out["floors"]
 
 
@@ -41,6 +42,11 @@ def test_multimodal_arms_train_for_equal_total_steps_before_each_task():
 def test_an_unknown_arm_is_refused_by_name(module, arm):
     with pytest.raises(ValueError, match="arms must be some of"):
         module.run("tiny", arms=(arm,))
+
+
+def test_an_unknown_task_is_refused_by_name():
+    with pytest.raises(ValueError, match="tasks must be some of"):
+        multimodal.run("tiny", tasks=("captioning",))
 
 
 @pytest.mark.parametrize("budget", ["quick", "full"])
