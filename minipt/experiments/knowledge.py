@@ -47,7 +47,7 @@ VARIANTS = {                       # arm -> (entity input, MLM masking, dEA)
 }
 BUDGETS = {"tiny": dict(persons=24, cities=6, pretrain=20, finetune=10, sentences=200),        # for tests
            "quick": dict(persons=400, cities=24, pretrain=1500, finetune=300, sentences=12000),
-           "full": dict(persons=400, cities=24, pretrain=3000, finetune=300, sentences=12000)}
+           "full": dict(persons=400, cities=24, pretrain=1500, finetune=300, sentences=12000)}
 N_COUNTRIES, PER_PERSON = 4, 4
 
 
