@@ -116,14 +116,12 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False, arms=tu
         config = ErnieConfig(vocab_size=len(vocabulary(kb)), n_entities=kb.n_entities, n_classes=N_COUNTRIES,
                              n_text_layer=1, n_knowledge_layer=2, knowledge=knowledge)
         model = Ernie(config, rng=np.random.default_rng(100 + seed), entity_table=transe.params["entity"])
-        words = model.text.embeddings.word_embeddings.params["weight"]        # (V, C): the names' vectors
-        for steps, batches, callback in (
-                (b["pretrain"], _batches(sentences, kb, masking, dea, 32), None),
-                (b["finetune"], _batches([r for r, _ in train_rows], kb, "none", False, 32, train_labels),
-                 frozen(words))):                              # each phase on a fresh schedule
-            train(model, batches, TrainConfig(steps=steps, lr=3e-3, min_lr=3e-4, warmup=steps // 10,
-                                              weight_decay=0.01, eval_every=0, seed=seed, progress=progress),
-                  callback=callback)
+        phase = lambda steps: TrainConfig(steps=steps, lr=3e-3, min_lr=3e-4, warmup=steps // 10,
+                                          weight_decay=0.01, eval_every=0, seed=seed, progress=progress)
+        train(model, _batches(sentences, kb, masking, dea, 32), phase(b["pretrain"]))    # each phase on
+        words = model.text.embeddings.word_embeddings.params["weight"]        # (V, C), as pre-training left them
+        train(model, _batches([r for r, _ in train_rows], kb, "none", False, 32, train_labels),
+              phase(b["finetune"]), callback=frozen(words))                   # a fresh schedule
         shares = by_person(test_rows, predictions(model, test_rows, kb) == test_labels)
         arms[name] = {"accuracy": float(shares.mean())}
         items[name] = {"accuracy": shares}
