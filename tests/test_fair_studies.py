@@ -112,6 +112,24 @@ def test_a_frozen_array_is_put_back_after_every_step():
     assert (model.params["b"] != 0).all()                                 # the rest trained
 
 
+def test_knowledge_fine_tuning_keeps_the_word_embeddings_pre_training_left(monkeypatch):
+    seen = []                                                    # the word embeddings before and after each phase
+    real = knowledge.train
+
+    def spy(model, get_batch, config, callback=None):
+        words = model.text.embeddings.word_embeddings.params["weight"]
+        seen.append(words.copy())
+        result = real(model, get_batch, config, callback=callback)
+        seen.append(words.copy())
+        return result
+    monkeypatch.setattr(knowledge, "train", spy)
+    knowledge.run("tiny", seed=0, arms=("BERT",))
+    initial, pre_trained, fine_tuning_starts, fine_tuned = seen
+    assert not np.array_equal(initial, pre_trained)                     # pre-training moved them
+    np.testing.assert_array_equal(fine_tuning_starts, pre_trained)
+    np.testing.assert_array_equal(fine_tuned, pre_trained)             # fine-tuning kept them
+
+
 def test_unigram_floor_is_add_one_cross_entropy():
     train, val = np.array([0, 0, 1, 2]), np.array([0, 3])
     p = [(2 + 1) / (4 + 5), (0 + 1) / (4 + 5)]
