@@ -25,9 +25,9 @@ Persons know no one here: ``knows`` facts would only dilute the two facts the ta
 Each phase (pre-training, fine-tuning) is one ``train`` call with its own ``TrainConfig``:
 a fresh warm-up and decay schedule and fresh Adam moments, the same for every arm. In
 fine-tuning the word embeddings stay as pre-training left them (``frozen``): otherwise
-each arm rewrites its training persons' name vectors into labels (train accuracy 0.99,
-held-out persons below chance, measured), and the test would measure that memory rather
-than what pre-training put into a name.
+each arm rewrites its training persons' name vectors into labels (measured on seed 0:
+train accuracy 0.99 to 1.00, held-out persons 0.26 to 0.45 against chance 0.35), and the
+test would measure that memory rather than what pre-training put into a name.
 """
 from __future__ import annotations
 
