@@ -32,6 +32,9 @@ def test_multimodal_arms_train_for_equal_total_steps_before_each_task():
         assert len(out["items"][arm]["R@5"]) == b["candidates"]
         for metric, value in metrics.items():
             assert np.mean(out["items"][arm][metric]) == pytest.approx(value)
+    for r in out["rows"]:                                         # R@5: both directions' recall@5, averaged
+        arm = multimodal.arm_name(r["design"], r["pretrained"])
+        assert out["arms"][arm]["R@5"] == pytest.approx((r["R@5 text->image"] + r["R@5 image->text"]) / 2)
     alone = multimodal.run("tiny", seed=0, arms=("two-stream, scratch",), tasks=("VQA",))   # one arm, one task
     vqa = out["arms"]["two-stream, scratch"]["VQA accuracy"]
     assert alone["arms"] == {"two-stream, scratch": {"VQA accuracy": vqa}}

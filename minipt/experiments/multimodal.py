@@ -203,7 +203,7 @@ def run(budget: str = "quick", *, seed: int = 0, progress: bool = False, keep_mo
             s = match_scores(model, test_scenes, test_caps)
             row.update({"R@1 text->image": recall(s, 1), "R@5 text->image": recall(s, 5),
                         "R@1 image->text": recall(s.T, 1), "R@5 image->text": recall(s.T, 5)})
-            items[arm]["R@5"] = (hits(s, 5) + hits(s.T, 5)) / 2          # (candidates,) caption i and scene i
+            items[arm]["R@5"] = (hits(s, 5) + hits(s.T, 5).astype(float)) / 2        # (candidates,) caption i, scene i
         if "VQA" in tasks:
             model.load_state_dict(state)
             _fit(model, _vqa_batches(train_scenes), steps, seed, progress, hook("VQA"))
