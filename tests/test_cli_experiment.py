@@ -14,11 +14,12 @@ def test_a_tiny_run_writes_results_and_is_not_clobbered(tmp_path, capsys):
     out = tmp_path / "exp"
     assert main(["experiment", "knowledge", "--budget", "tiny", "--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text())
-    assert [r["model"] for r in result["rows"]] == ["bert", "bert + entity masking", "ernie"]
+    assert [r["model"] for r in result["rows"]] == ["BERT", "entity masking", "ERNIE"]
+    assert len(result["items"]["ERNIE"]["accuracy"]) == result["test persons"]       # per-item scores kept
     assert "| model | test accuracy |" in (out / "results.md").read_text()
     assert (out / "results.png").stat().st_size > 1000
     printed = capsys.readouterr().out
-    assert "| ernie |" in printed and "written:" in printed
+    assert "| ERNIE |" in printed and "written:" in printed
     (out / "notes.txt").write_text("mine")
     before = (out / "results.json").stat().st_mtime_ns
     assert main(["experiment", "knowledge", "--budget", "tiny", "--out", str(out)]) == 2

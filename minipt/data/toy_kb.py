@@ -5,7 +5,9 @@ al. 2019, Baidu) needs text whose entity mentions are linked to a graph of facts
 both are generated from one seed, so every mention's entity and every fact is known:
 
 - entities: ``person`` s, ``city`` s and ``country`` s, with made-up names that are not
-  words of the toy language ("kamo", "ritun", "veland");
+  words of the toy language ("kamo", "ritun", "veland"); a name is one token, and no
+  person or city name shares a syllable with any country's name (countries have
+  syllables of their own), so no name spells out its answer;
 - relations: ``lives_in`` (person -> city), ``located_in`` (city -> country) and
   ``knows`` (person -> person), stored as (head, relation, tail) id triples;
 - sentences: the toy language's frames with entity names in them ("kamo sees the
@@ -72,15 +74,27 @@ class KnowledgeBase:
         return ids.astype(np.int64)
 
 
-def _names(kind: str, n: int, rng: np.random.Generator, taken: set[str]) -> list[str]:
-    """n new pronounceable names (consonant-vowel pairs + a suffix per type), none a toy word."""
+_SYLLABLES = tuple(c + v for c in _CONSONANTS for v in _VOWELS)    # 70 consonant-vowel pairs
+
+
+def _names(kind: str, n: int, rng: np.random.Generator, taken: set[str], syllables) -> list[str]:
+    """n new pronounceable names (two of ``syllables`` + a suffix per type), none in ``taken``."""
     out = []
     while len(out) < n:
-        name = "".join(rng.choice(list(_CONSONANTS)) + rng.choice(list(_VOWELS)) for _ in range(2)) + _SUFFIX[kind]
+        name = "".join(syllables[i] for i in rng.integers(0, len(syllables), 2)) + _SUFFIX[kind]
         if name not in taken:
             taken.add(name)
             out.append(name)
     return out
+
+
+def syllables(name: str) -> set[str]:
+    """The consonant-vowel pairs a name is made of (its type suffix dropped)."""
+    for suffix in ("land", "n"):
+        if name.endswith(suffix) and len(name) % 2 == len(suffix) % 2:
+            name = name[:-len(suffix)]
+            break
+    return {name[i:i + 2] for i in range(0, len(name) - 1, 2)}
 
 
 def build_kb(n_persons: int = 24, n_cities: int = 8, n_countries: int = 4, n_knows: int = 2,
@@ -95,9 +109,16 @@ def build_kb(n_persons: int = 24, n_cities: int = 8, n_countries: int = 4, n_kno
     if not 0 <= n_knows < n_persons:
         raise ValueError(f"n_knows must be in [0, n_persons), got {n_knows}")
     rng = np.random.default_rng(seed)
+    if 2 * n_countries > len(_SYLLABLES) // 2 or n_persons + n_cities > (len(_SYLLABLES) // 2) ** 2:
+        raise ValueError(f"too many entities for the name generator: {n_persons} persons, {n_cities} cities, "
+                         f"{n_countries} countries")
     taken = {w for words in STATES.values() for w in words}
-    names = _names("person", n_persons, rng, taken) + _names("city", n_cities, rng, taken) \
-        + _names("country", n_countries, rng, taken)
+    own = rng.permutation(len(_SYLLABLES))            # countries draw from one half, the rest from the other
+    country_syllables = [_SYLLABLES[i] for i in own[:len(_SYLLABLES) // 2]]
+    other_syllables = [_SYLLABLES[i] for i in own[len(_SYLLABLES) // 2:]]
+    countries_named = _names("country", n_countries, rng, taken, country_syllables)
+    names = _names("person", n_persons, rng, taken, other_syllables) \
+        + _names("city", n_cities, rng, taken, other_syllables) + countries_named
     types = ["person"] * n_persons + ["city"] * n_cities + ["country"] * n_countries
     persons = np.arange(n_persons)
     cities = n_persons + np.arange(n_cities)

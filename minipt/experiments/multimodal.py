@@ -14,6 +14,16 @@ block and a region block, each with self- and cross-attention). Each is
    - visual question answering: "what colour is the ball ?" / "how many objects ?",
      answered from the pooled [CLS] state, accuracy on held-out scenes.
 
+**Equal total steps.** The pre-trained arm gets ``pretrain`` steps on the three objectives,
+then ``finetune`` steps on each task on a fresh schedule (one ``train`` call per phase:
+fresh warm-up, decay and Adam moments); the scratch arm gets ``pretrain + finetune``
+steps on each task, so both arms train for the same number of steps before each test.
+The floors: the test split's majority answer for VQA, and chance retrieval (k of
+``n_candidates``) for recall@k. VQA is tested on ``questions`` held-out scenes (one
+question each), retrieval on ``candidates``; ``items`` keeps each test item's score
+(a question right or not; a caption's and its scene's hit@5, averaged), so the ledger
+has the paired standard error of every comparison.
+
 ``grounding`` reads the attention of the pre-trained models: for each caption word that
 names an object (colour or category word), is the region it attends to most the object
 it names? (single stream: last layer's self-attention from the word to the regions;
@@ -38,9 +48,12 @@ from ..train import TrainConfig, train
 
 DESIGNS = {"single stream": (SingleStream, dict(n_layer=4)),
            "two streams": (TwoStream, dict(n_text_layer=1, n_region_layer=0, n_cross_layer=1))}
-BUDGETS = {"tiny": dict(pretrain=20, finetune=10, pairs=200, candidates=10),          # seconds: for tests
-           "quick": dict(pretrain=600, finetune=200, pairs=4000, candidates=50),
-           "full": dict(pretrain=2000, finetune=400, pairs=12000, candidates=100)}
+BUDGETS = {"tiny": dict(pretrain=20, finetune=10, pairs=200, candidates=10, questions=40),     # seconds: for tests
+           "quick": dict(pretrain=600, finetune=200, pairs=4000, candidates=50, questions=400),
+           "full": dict(pretrain=1500, finetune=300, pairs=12000, candidates=100, questions=1000)}
+TASKS = ("retrieval", "VQA")
+LR = 1e-3          # every phase of every arm; the presets' rate (at 3e-3 the two-stream model and the
+                   # scratch arms never left chance retrieval)
 
 
 def build(design: str, seed: int = 0, dtype=np.float32):
@@ -78,10 +91,10 @@ def _vqa_batches(scenes):
     return get
 
 
-def _fit(model, get_batch, steps, seed, progress, lr=3e-3):
-    config = TrainConfig(steps=steps, lr=lr, min_lr=lr / 10, warmup=steps // 10, weight_decay=0.01,
+def _fit(model, get_batch, steps, seed, progress, callback=None):
+    config = TrainConfig(steps=steps, lr=LR, min_lr=LR / 10, warmup=steps // 10, weight_decay=0.01,
                          eval_every=0, seed=seed, progress=progress)
-    train(model, get_batch, config)
+    train(model, get_batch, config, callback=callback)
 
 
 def match_scores(model, scenes, captions) -> np.ndarray:
@@ -98,11 +111,16 @@ def match_scores(model, scenes, captions) -> np.ndarray:
     return out
 
 
-def recall(scores: np.ndarray, k: int) -> float:
-    """Share of rows whose true column (the diagonal) is among the k best; a tie counts
+def hits(scores: np.ndarray, k: int) -> np.ndarray:
+    """(n,) whether each row's true column (the diagonal) is among its k best; a tie counts
     against it (a model that scores everything alike gets no credit)."""
     ranks = (scores >= np.diag(scores)[:, None]).sum(1) - 1
-    return float((ranks < k).mean())
+    return ranks < k
+
+
+def recall(scores: np.ndarray, k: int) -> float:
+    """Share of rows whose true column is among the k best (``hits``)."""
+    return float(hits(scores, k).mean())
 
 
 def word_region_attention(model, scenes, captions: list[list[str]]) -> np.ndarray:
@@ -133,43 +151,71 @@ def grounding(model, scenes, rng) -> float:
     return float(np.mean(hits))
 
 
-def run(budget: str = "quick", *, seed: int = 0, progress: bool = True, keep_models: bool = False) -> dict:
+def arm_name(design: str, pretrained: bool) -> str:
+    return f"{design.replace('single stream', 'single-stream').replace('two streams', 'two-stream')}, " \
+        f"{'pre-trained' if pretrained else 'scratch'}"
+
+
+def run(budget: str = "quick", *, seed: int = 0, progress: bool = False, keep_models: bool = False,
+        callback=None, arms=None, tasks=TASKS) -> dict:
     """-> {"rows": [{design, pretrained, R@1 t->i, R@5 t->i, R@1 i->t, R@5 i->t, VQA}],
-    "parameters": {design: count}, "grounding": {design: share}, "chance": {...}};
-    ``keep_models`` adds "models": {design: the pre-trained model} (for pictures)."""
+    "arms": {arm: {"VQA accuracy", "R@5"}}, "items": {arm: {metric: per-item scores}},
+    "floors": {"majority answer", "chance retrieval"}, "parameters": {design: count}, "grounding": {design: share}};
+    ``keep_models`` adds "models": {design: the pre-trained model} (for pictures);
+    ``callback(arm, phase, step)`` is called after every training step (phase "pre-training",
+    "retrieval" or "VQA"); ``arms`` (arm names) and ``tasks`` run only those arms and tasks (each
+    is independent of the others given the seed, so they may run as separate processes; a row
+    then holds only its tasks' metrics)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    every = [(d, p) for d in DESIGNS for p in (False, True)]
+    chosen = every if arms is None else [(d, p) for d, p in every if arm_name(d, p) in arms]
+    if arms is not None and len(chosen) != len(set(arms)):
+        raise ValueError(f"arms must be some of {[arm_name(d, p) for d, p in every]}, got {arms!r}")
+    if not tasks or not set(tasks) <= set(TASKS):
+        raise ValueError(f"tasks must be some of {TASKS}, got {tasks!r}")
     b = BUDGETS[budget]
     pairs = ts.matching_pairs(b["pairs"], seed=seed)
     rng = np.random.default_rng(seed + 1)
     test_scenes = [ts.make_scene(rng) for _ in range(b["candidates"])]
     test_caps = [ts.caption(s, rng)[0] for s in test_scenes]
     train_scenes = [s for s, _, _ in pairs]
-    vqa_test, vqa_answers = _vqa(test_scenes, np.random.default_rng(seed + 2))
-    rows, params, ground, kept = [], {}, {}, {}
-    for design in DESIGNS:
-        for pretrained in (False, True):
-            model = build(design, seed)
-            params[design] = model.num_parameters()
-            if pretrained:
-                _fit(model, _pretrain_batches(pairs), b["pretrain"], seed, progress)
-                ground[design] = grounding(model, test_scenes, np.random.default_rng(seed + 3))
-            state = model.state_dict()
-            if pretrained and keep_models:
-                kept[design] = build(design, seed)
-                kept[design].load_state_dict(state)
-            _fit(model, _itm_batches(pairs), b["finetune"], seed, progress)
+    vqa_scenes = [ts.make_scene(rng) for _ in range(b["questions"])]
+    vqa_test, vqa_answers = _vqa(vqa_scenes, np.random.default_rng(seed + 2))
+    rows, arms, items, params, ground, kept = [], {}, {}, {}, {}, {}
+    for design, pretrained in chosen:
+        arm = arm_name(design, pretrained)
+        hook = (lambda phase: None) if callback is None else \
+            (lambda phase: lambda step, record: callback(arm, phase, step))
+        model = build(design, seed)
+        params[design] = model.num_parameters()
+        if pretrained:
+            _fit(model, _pretrain_batches(pairs), b["pretrain"], seed, progress, hook("pre-training"))
+            ground[design] = grounding(model, test_scenes, np.random.default_rng(seed + 3))
+        state = model.state_dict()
+        if pretrained and keep_models:
+            kept[design] = build(design, seed)
+            kept[design].load_state_dict(state)
+        steps = b["finetune"] if pretrained else b["pretrain"] + b["finetune"]     # equal total steps
+        row, arms[arm], items[arm] = {"design": design, "pretrained": pretrained}, {}, {}
+        if "retrieval" in tasks:
+            _fit(model, _itm_batches(pairs), steps, seed, progress, hook("retrieval"))
             s = match_scores(model, test_scenes, test_caps)
+            row.update({"R@1 text->image": recall(s, 1), "R@5 text->image": recall(s, 5),
+                        "R@1 image->text": recall(s.T, 1), "R@5 image->text": recall(s.T, 5)})
+            items[arm]["R@5"] = (hits(s, 5) + hits(s.T, 5).astype(float)) / 2        # (candidates,) caption i, scene i
+        if "VQA" in tasks:
             model.load_state_dict(state)
-            _fit(model, _vqa_batches(train_scenes), b["finetune"], seed, progress)
+            _fit(model, _vqa_batches(train_scenes), steps, seed, progress, hook("VQA"))
             with eval_mode(model):
                 model(*vqa_test, answers=vqa_answers)
-            vqa = float((model.heads.scores["vqa"].argmax(1) == vqa_answers).mean())
-            rows.append({"design": design, "pretrained": pretrained, "R@1 text->image": recall(s, 1),
-                         "R@5 text->image": recall(s, 5), "R@1 image->text": recall(s.T, 1),
-                         "R@5 image->text": recall(s.T, 5), "VQA accuracy": vqa})
+            items[arm]["VQA accuracy"] = (model.heads.scores["vqa"].argmax(1) == vqa_answers).astype(float)
+            row["VQA accuracy"] = float(items[arm]["VQA accuracy"].mean())
+        arms[arm] = {metric: float(v.mean()) for metric, v in items[arm].items()}
+        rows.append(row)
     majority = float(np.bincount(vqa_answers).max() / len(vqa_answers))
-    out = {"rows": rows, "parameters": params, "grounding": ground, "budget": budget,
+    out = {"rows": rows, "arms": arms, "items": items,
+           "floors": {"majority answer": majority, "chance retrieval": 5 / b["candidates"]},
+           "parameters": params, "grounding": ground, "budget": budget,
            "chance": {"R@1": 1 / b["candidates"], "R@5": 5 / b["candidates"], "VQA (majority answer)": majority}}
     return {**out, "models": kept} if keep_models else out
-

@@ -64,10 +64,10 @@ def write(result: dict, out: Path, title: str, *, overwrite: bool) -> list[Path]
     if overwrite:
         clear_run_files(out, FILES)
     out.mkdir(parents=True, exist_ok=True)
-    md = f"# {title}\n\n{table(result['rows'])}\n\n" + "\n".join(
-        f"- {k}: {json.dumps(v)}" for k, v in result.items() if k != "rows") + "\n"
+    md = f"# {title}\n\n{table(result['rows'])}\n\n" + "\n".join(     # per-item scores: in the JSON only
+        f"- {k}: {json.dumps(v)}" for k, v in result.items() if k not in ("rows", "items")) + "\n"
     paths = [out / "results.json", out / "results.md", out / "results.png"]
-    paths[0].write_text(json.dumps(result, indent=2))
+    paths[0].write_text(json.dumps(result, indent=2, default=lambda a: np.asarray(a).tolist()))
     paths[1].write_text(md)
     bar_chart(result["rows"], paths[2], title)
     return paths
