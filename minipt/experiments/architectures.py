@@ -47,7 +47,7 @@ ARCHITECTURES = ("encoder-decoder", "shared encoder-decoder", "decoder-only", "p
 SMALL, TOY = dict(d_model=16, n_head=2, layers=1), dict(d_model=64, n_head=4, layers=2)
 BUDGETS = {"tiny": dict(pretrain=2, finetune=2, sizes=(40, 4, 2), piece=40, model=SMALL),     # seconds
            "quick": dict(pretrain=200, finetune=400, sizes=(2000, 100, 100), piece=40, model=TOY),
-           "full": dict(pretrain=200, finetune=500, sizes=(2000, 100, 200), piece=40, model=TOY)}
+           "full": dict(pretrain=400, finetune=1000, sizes=(2000, 100, 200), piece=40, model=TOY)}
 BATCH, MAX_SOURCE, MAX_TARGET = 32, 44, 24
 BLOCK = MAX_SOURCE + 1 + MAX_TARGET + 1          # input [SEP] target </s>
 

@@ -49,7 +49,7 @@ TOY = dict(n_encoder_layers=2, n_decoder_layers=2, n_head=4, d_model=64)
 # piece: pre-training texts are packed to this many tokens (T5 packs its C4 texts too)
 BUDGETS = {"tiny": dict(pretrain=2, finetune=2, sizes=(40, 4, 2), piece=40, model=SMALL),       # seconds
            "quick": dict(pretrain=200, finetune=400, sizes=(2000, 100, 100), piece=40, model=TOY),
-           "full": dict(pretrain=200, finetune=500, sizes=(2000, 100, 200), piece=40, model=TOY)}
+           "full": dict(pretrain=400, finetune=1000, sizes=(2000, 100, 200), piece=40, model=TOY)}
 BATCH, LENGTH_PIECES = 32, 400
 MAX_SOURCE, MAX_TARGET = 44, 44      # BERT-style targets are the whole piece + </s>
 # each phase: its own warm-up and cosine decay (protocol.Budget), gradients clipped at norm 1
