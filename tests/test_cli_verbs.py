@@ -314,13 +314,20 @@ def test_models_says_which_have_no_preset_and_why(capsys):
                                                 f"{registry.get('bert-qa').no_preset}"
 
 
-def test_an_nnlm_run_keeps_its_settings_too(tmp_path, capsys, monkeypatch):
+@pytest.fixture
+def nnlm_run(tmp_path, monkeypatch):
+    """A 4-step NNLM run (a tiny preset, loss.png a stub) in tmp_path / "nnlm"."""
     monkeypatch.setattr(loop, "plot_history", lambda history, path, oracle=None: path.write_bytes(b"\x89PNG") and path)
     monkeypatch.setitem(registry.get("nnlm").presets, "tiny", Preset(
         model=dict(order=3, dim=8, hidden=8, direct=True), batch_size=4,
         train=dict(steps=4, lr=1e-2, warmup=1, eval_every=2, eval_batches=1), data=dict(n_words=3000, block_size=8)))
     out = tmp_path / "nnlm"
     assert main(["train", "nnlm", "--preset", "tiny", "--out", str(out)]) == 0
+    return out
+
+
+def test_an_nnlm_run_keeps_its_settings_too(nnlm_run, capsys):
+    out = nnlm_run
     before = snapshot(out)
     for extra, said in ((["--seed", "7"], "has seed 0, not 7"), (["--steps", "9"], "has steps 4, not 9"),
                         (["--steps", "4"], "the run is finished")):
@@ -329,16 +336,11 @@ def test_an_nnlm_run_keeps_its_settings_too(tmp_path, capsys, monkeypatch):
         assert said in one_line(capsys.readouterr().err) and snapshot(out) == before
 
 
-def test_an_nnlm_run_samples_words_and_an_ngram_run_says_which_lesson_runs_it(tmp_path, capsys, monkeypatch):
+def test_an_nnlm_run_samples_words_and_an_ngram_run_says_which_lesson_runs_it(nnlm_run, tmp_path, capsys):
     """The NNLM's run keeps its words as tokenizer.json (ids equal to the training
     vocabulary's), so `sample` continues a prompt word by word, a space before the first
     new word; a counted n-gram run has no checkpoint and `sample` says so in one line."""
-    monkeypatch.setattr(loop, "plot_history", lambda history, path, oracle=None: path.write_bytes(b"\x89PNG") and path)
-    monkeypatch.setitem(registry.get("nnlm").presets, "tiny", Preset(
-        model=dict(order=3, dim=8, hidden=8, direct=True), batch_size=4,
-        train=dict(steps=4, lr=1e-2, warmup=1, eval_every=2, eval_batches=1), data=dict(n_words=3000, block_size=8)))
-    out = tmp_path / "nnlm"
-    assert main(["train", "nnlm", "--preset", "tiny", "--out", str(out)]) == 0
+    out = nnlm_run
     from minipt.models.classic.ngram import NGramVocab
     from minipt.recipes.char_lm import load_trained
     from minipt.recipes.classic import word_splits
