@@ -8,6 +8,7 @@ Asked of another model, a command names the ones that serve it."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
@@ -62,7 +63,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from .measured import load_reports, report_key, result_text, time_text
+    from .measured import load_reports, preset_result
     from .models import registry
 
     entries, trainable, reports = registry.entries(), registry.trainable(), load_reports()
@@ -71,9 +72,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         verbs = ", ".join(f"minipt {v}" for v in e.verbs) or "none (see its lesson)"
         print(f"{'':<14} file {e.file}; objective: {e.objective}; lesson {e.lesson or '-'}; use: {verbs}")
         for name in e.presets:
-            r = reports.get(report_key(e.name, name))
-            said = f"{result_text(r)}. Took {time_text(r)}" if r else "not measured (benchmarks/bench_presets.py)"
-            print(f"{'':<14} preset {name}: {said}")
+            print(f"{'':<14} preset {name}: {preset_result(reports, e.name, name)}")
         if e not in trainable:
             print(f"{'':<14} no preset (`minipt train` does not offer it): {e.no_preset or 'not given'}")
     print(f"\n{len(entries)} models; `minipt train` offers the {len(trainable)} with a preset")
@@ -112,11 +111,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
                        np.random.default_rng(args.seed))
     for w in caught:
         _note("sample", w.message)
-    if tok is None:
-        print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])))
-    else:
-        sep = tok.separator if tok.separator and not args.prompt.endswith(tok.separator) else ""
-        print(args.prompt + sep + tok.decode(new))
+    sep = "" if tok is None or args.prompt.endswith(tok.separator or "\0") else tok.separator
+    print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])) if tok is None else args.prompt + sep + tok.decode(new))
     return 0
 
 
@@ -209,25 +205,19 @@ def _note(command: str, message) -> None:
 
 def _check_run(path, verb: str) -> None:
     """Refuse, before anything else is read, a run whose model ``verb`` does not serve
-    (the registry entry's ``verbs``); a damaged or missing checkpoint is left to the loader."""
+    (the registry entry's ``verbs``), read from its checkpoint or, for a counted n-gram, run.json."""
     from .core.checkpoint import load_checkpoint
     from .models import registry
     from .recipes.char_lm import run_paths
 
     out, ck_path = run_paths(path)
-    if ck_path.is_file() or (out / "run.json").is_file():     # a counted n-gram run has run.json only
-        name = (load_checkpoint(ck_path).config if ck_path.is_file() else _json_or_empty(out / "run.json")).get("model")
-        if isinstance(name, str) and name in {e.name for e in registry.entries()}:
-            registry.check_verb(name, verb, out)
-
-
-def _json_or_empty(path) -> dict:
-    import json
     try:
-        data = json.loads(path.read_text())
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        name = load_checkpoint(ck_path).config.get("model") if ck_path.is_file() else \
+            json.loads((out / "run.json").read_text()).get("model")
+    except (OSError, ValueError, AttributeError):     # damaged or missing: the loader says so
+        return
+    if isinstance(name, str) and name in {e.name for e in registry.entries()}:
+        registry.check_verb(name, verb, out)
 
 
 def _load_run(path, verb: str):

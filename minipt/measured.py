@@ -45,3 +45,9 @@ def time_text(report: dict) -> str:
     load = report["load_average_start"][0], report["load_average_end"][0]
     return (f"{report['wall_seconds']:.0f} s ({report['cpu_seconds']:.0f} s CPU), load {load[0]:.1f} → "
             f"{load[1]:.1f}, {report['date'][:10]}")
+
+
+def preset_result(reports: dict[str, dict], model: str, preset: str) -> str:
+    """What ``minipt models`` says of a preset: its measured result and time, or that it has no report."""
+    r = reports.get(report_key(model, preset))
+    return f"{result_text(r)}. Took {time_text(r)}" if r else "not measured (benchmarks/bench_presets.py)"
