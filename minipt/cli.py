@@ -111,7 +111,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
                        np.random.default_rng(args.seed))
     for w in caught:
         _note("sample", w.message)
-    sep = "" if tok is None or args.prompt.endswith(tok.separator or "\0") else tok.separator
+    sep = "" if tok is None or args.prompt.endswith(tok.separator) else tok.separator
     print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])) if tok is None else args.prompt + sep + tok.decode(new))
     return 0
 
