@@ -1,6 +1,7 @@
 """Scaled dot-product attention (Vaswani et al. 2017) in one Numba kernel per
-(batch, head), forward and backward; twin: the BLAS matmuls around the softmax kernels
-(``minipt.kernels.attention``), and the NumPy op (``minipt.ops.attention``) under both.
+(batch, head), forward and backward; twin: BLAS products around a softmax kernel
+(``minipt.kernels.attention``, the op's default), and the NumPy op
+(``minipt.ops.attention``) under both.
 
 Forward, for each query row i (keys j < n_i = i + S - T + 1 when causal, else S):
     s_j = scale q_i . k_j + bias_ij,   p_j = exp(s_j - max s) / sum exp,   o_i = sum_j p_j v_j
@@ -8,26 +9,22 @@ Backward, from the stored P:
     dp_j = do_i . v_j,   dbias_ij = p_j (dp_j - sum_j dp_j p_j),   ds_j = scale dbias_ij
     dq_i = sum_j ds_j k_j,   dk_j += sum_i ds_ij q_i,   dv_j += sum_i p_ij do_i
 The causal half is never computed: row i stops at n_i rounded up to 8 (the few extra
-columns get p = 0).
+columns get p = 0). Masks and bias as in ``minipt.kernels.attention``, with its helpers.
 
-Masks and bias (BERT's key padding, T5's relative position bias). A key mask (1 or B, S)
-says which keys each batch row may attend to: n_i is also cut after the last allowed key
-(trailing padding costs nothing) and a row with no allowed key below n_i is all zeros;
-masked keys before that get a score of -1e30 (finite: fastmath assumes no inf) and their
-exponential times 0 (``_exp32`` stops at exp(-87)), so p = 0 there exactly. The additive
-bias (1 or B, H, T, S) is added to the scaled scores; the backward writes dbias per batch
-row (B, H, T, S), and the op sums it over the batch the bias was broadcast along.
-
-Tiles. Queries go ``ROWS`` (16) at a time and keys ``KEYS`` (64) at a time: each head's
-K^T and V^T are first copied into zero-padded blocks of 64 keys, (S'/64, D, 64), and
-every product of a row tile runs key block by key block, so the block in use (8 KB at
-D 32) stays in the L1 cache across the 16 rows. Row by row over whole K^T and V^T (32 KB
-each at T 256) the forward took 16 % and the backward 14 % longer (single thread, B 8,
-H 6, T 256, D 32). Inside a tile every inner loop runs along a contiguous axis and LLVM
-vectorises it; the loops sum eight terms per load and store of the accumulator
-(``_row_times``, ``_outer_rows``) or keep eight sums in registers (``_dots``): one
-multiply-add per store left QK^T bound by memory traffic, 2.2x slower at T 256.
-float32 uses the vectorisable ``_exp32`` of ``minipt.kernels.gelu``, float64 ``np.exp``.
+Tiles. Queries go ``ROWS`` (16) at a time, and every product of a row tile runs four
+rows at a time, which share each load of the other operand: ``_rows_times`` (QK^T and
+dO V^T along a block of 64 keys; dK^T += Q^T dS and dV^T += dO^T P along the keys)
+sums four terms per load and store of each of four output rows, ``_rows_dots`` (E V and
+dS K) keeps sixteen sums in registers along the keys. Against one row at a time (eight
+terms per store) this took the forward from 10.5 to 8.0 ms and the backward from 12.9 to
+11.1 ms (one thread, B 8 H 6 T 256 D 32 causal); softmax's row maximum as eight running
+maxima (``_row_max``), which LLVM vectorises, another 1.3-1.5x on the forward. Inner loops
+index whole rows from offsets the compiler knows are not negative: a column slice, or an
+offset it cannot prove >= 0, leaves a runtime stride or a wraparound test in the loop and
+LLVM does not vectorise it (11 against 53 GF/s). float32 uses the vectorisable
+``_exp32`` of ``minipt.kernels.gelu``, float64 ``np.exp``. Even so the products reach
+25-40 GF/s a thread where OpenBLAS reaches 90-140 on the same shapes, which is why
+``minipt.kernels.attention``'s BLAS path is the op's default.
 
 Parallel over (batch, head) with ``prange``: a short loop calling ``_forward_head`` /
 ``_backward_head``, compiled once per dtype on the first call with that dtype
@@ -41,92 +38,85 @@ pulled in Numba's formatting of its shape-mismatch error, about 2 s more.
 """
 import numba
 import numpy as np
-from numba.extending import overload
 
 from . import per_dtype
-from .gelu import _exp32
-
-_W = 8                                                    # unrolling width (terms per store)
+from .attention import _W, _exp_row, _key_mask, _seen
 ROWS = 16                                                 # query rows per tile
 KEYS = 64                                                 # keys per block
 
 
-def _exp(x):
-    return np.exp(x)
-
-
-@overload(_exp, inline="always")
-def _exp_impl(x):
-    if x == numba.types.float32:
-        return lambda x: _exp32(x)
-    return lambda x: np.exp(x)
-
-
 @numba.njit(cache=True, inline="always", fastmath=True)
-def _row_times(out, x, mt, n):
-    """out[:n] += x @ mt[:, :n]: x (D,), mt (D, S') rows contiguous."""
-    D = x.shape[0]
-    d = 0
-    while d + _W <= D:
-        a0, a1, a2, a3, a4, a5, a6, a7 = x[d], x[d + 1], x[d + 2], x[d + 3], x[d + 4], x[d + 5], x[d + 6], x[d + 7]
-        m0, m1, m2, m3, m4, m5, m6, m7 = mt[d], mt[d + 1], mt[d + 2], mt[d + 3], mt[d + 4], mt[d + 5], mt[d + 6], mt[d + 7]
-        for j in range(n):
-            out[j] += ((a0 * m0[j] + a1 * m1[j]) + (a2 * m2[j] + a3 * m3[j])) + \
-                      ((a4 * m4[j] + a5 * m5[j]) + (a6 * m6[j] + a7 * m7[j]))
-        d += _W
-    for e in range(d, D):
-        a, m = x[e], mt[e]
-        for j in range(n):
-            out[j] += a * m[j]
-
-
-@numba.njit(cache=True, inline="always", fastmath=True)
-def _dots(out, mt, w, n):
-    """out[d] += mt[d, :n] . w[:n] for every d: mt (D, S'), w (S',); eight rows per pass."""
-    D = mt.shape[0]
-    zero = w.dtype.type(0.0)
-    d = 0
-    while d + _W <= D:
-        m0, m1, m2, m3, m4, m5, m6, m7 = mt[d], mt[d + 1], mt[d + 2], mt[d + 3], mt[d + 4], mt[d + 5], mt[d + 6], mt[d + 7]
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = zero
-        for j in range(n):
-            x = w[j]
-            a0 += x * m0[j]
-            a1 += x * m1[j]
-            a2 += x * m2[j]
-            a3 += x * m3[j]
-            a4 += x * m4[j]
-            a5 += x * m5[j]
-            a6 += x * m6[j]
-            a7 += x * m7[j]
-        out[d] += a0
-        out[d + 1] += a1
-        out[d + 2] += a2
-        out[d + 3] += a3
-        out[d + 4] += a4
-        out[d + 5] += a5
-        out[d + 6] += a6
-        out[d + 7] += a7
-        d += _W
-    for e in range(d, D):
-        m = mt[e]
-        a = zero
-        for j in range(n):
-            a += w[j] * m[j]
-        out[e] += a
-
-
-@numba.njit(cache=True, inline="always", fastmath=True)
-def _outer_rows(out, w, x, n):
-    """out[j, :] += sum_r w[r, j] x[r, :] for j < n: w (8, S'), x (8, D), out (S', D)."""
+def _rows_times(out, c, x, mt, n):
+    """out[a, c:c + n] += x[a] @ mt[:, :n] for the four rows a < 4: out (4, S') and mt (D, S')
+    rows contiguous (whole rows: a column slice would leave LLVM a runtime stride), x (4, D)
+    any layout. The four rows share each load of mt (16 multiply-adds per 4 loads and 4
+    stores, against 8 per 8 and 1 for one row at a time)."""
     D = x.shape[1]
-    x0, x1, x2, x3, x4, x5, x6, x7 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
-    for j in range(n):
-        w0, w1, w2, w3, w4, w5, w6, w7 = w[0, j], w[1, j], w[2, j], w[3, j], w[4, j], w[5, j], w[6, j], w[7, j]
-        o = out[j]
-        for d in range(D):
-            o[d] += ((w0 * x0[d] + w1 * x1[d]) + (w2 * x2[d] + w3 * x3[d])) + \
-                    ((w4 * x4[d] + w5 * x5[d]) + (w6 * x6[d] + w7 * x7[d]))
+    o0, o1, o2, o3 = out[0], out[1], out[2], out[3]
+    d = 0
+    while d + 4 <= D:
+        a0, a1, a2, a3 = x[0, d], x[0, d + 1], x[0, d + 2], x[0, d + 3]
+        b0, b1, b2, b3 = x[1, d], x[1, d + 1], x[1, d + 2], x[1, d + 3]
+        c0, c1, c2, c3 = x[2, d], x[2, d + 1], x[2, d + 2], x[2, d + 3]
+        e0, e1, e2, e3 = x[3, d], x[3, d + 1], x[3, d + 2], x[3, d + 3]
+        m0, m1, m2, m3 = mt[d], mt[d + 1], mt[d + 2], mt[d + 3]
+        for j in range(n):
+            y0, y1, y2, y3 = m0[j], m1[j], m2[j], m3[j]
+            o0[c + j] += (a0 * y0 + a1 * y1) + (a2 * y2 + a3 * y3)
+            o1[c + j] += (b0 * y0 + b1 * y1) + (b2 * y2 + b3 * y3)
+            o2[c + j] += (c0 * y0 + c1 * y1) + (c2 * y2 + c3 * y3)
+            o3[c + j] += (e0 * y0 + e1 * y1) + (e2 * y2 + e3 * y3)
+        d += 4
+    for f in range(d, D):
+        m = mt[f]
+        for a in range(4):
+            xa, oa = x[a, f], out[a]
+            for j in range(n):
+                oa[c + j] += xa * m[j]
+
+
+@numba.njit(cache=True, inline="always", fastmath=True)
+def _rows_dots(out, x, mt, n):
+    """out[a, d] += x[a, :n] . mt[d, :n] for the four rows a < 4 and every d: x (4, S'),
+    mt (D, S') rows contiguous. Sixteen sums (four rows by four d) stay in registers along
+    the keys, so the long products (n up to T) make no stores until the end."""
+    D = mt.shape[0]
+    x0, x1, x2, x3 = x[0], x[1], x[2], x[3]
+    zero = x.dtype.type(0.0)
+    for d in range(0, D - D % 4, 4):
+        m0, m1, m2, m3 = mt[d], mt[d + 1], mt[d + 2], mt[d + 3]
+        s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = zero
+        s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = zero
+        for j in range(n):
+            a0, a1, a2, a3 = x0[j], x1[j], x2[j], x3[j]
+            y0, y1, y2, y3 = m0[j], m1[j], m2[j], m3[j]
+            s00 += a0 * y0
+            s01 += a0 * y1
+            s02 += a0 * y2
+            s03 += a0 * y3
+            s10 += a1 * y0
+            s11 += a1 * y1
+            s12 += a1 * y2
+            s13 += a1 * y3
+            s20 += a2 * y0
+            s21 += a2 * y1
+            s22 += a2 * y2
+            s23 += a2 * y3
+            s30 += a3 * y0
+            s31 += a3 * y1
+            s32 += a3 * y2
+            s33 += a3 * y3
+        out[0, d], out[0, d + 1], out[0, d + 2], out[0, d + 3] = out[0, d] + s00, out[0, d + 1] + s01, out[0, d + 2] + s02, out[0, d + 3] + s03
+        out[1, d], out[1, d + 1], out[1, d + 2], out[1, d + 3] = out[1, d] + s10, out[1, d + 1] + s11, out[1, d + 2] + s12, out[1, d + 3] + s13
+        out[2, d], out[2, d + 1], out[2, d + 2], out[2, d + 3] = out[2, d] + s20, out[2, d + 1] + s21, out[2, d + 2] + s22, out[2, d + 3] + s23
+        out[3, d], out[3, d + 1], out[3, d + 2], out[3, d + 3] = out[3, d] + s30, out[3, d + 1] + s31, out[3, d + 2] + s32, out[3, d + 3] + s33
+    for d in range(D - D % 4, D):
+        m = mt[d]
+        for a in range(4):
+            t = zero
+            for j in range(n):
+                t += x[a, j] * m[j]
+            out[a, d] += t
 
 
 @numba.njit(cache=True, inline="always")
@@ -136,70 +126,31 @@ def _padded(n):
 
 
 @numba.njit(cache=True, inline="always")
-def _seen(i, S, T, causal, span):
-    """Keys 0 <= j < n query row i looks at: the causal limit, cut at span = (first, last + 1)
-    of the keys its batch row may attend to; 0 when none of them is in reach."""
-    n = min(i + S - T + 1 if causal else S, span[1])
-    return n if span[0] < n else 0
-
-
-@numba.njit(cache=True, inline="always")
 def _keys(i, S, T, causal, span):
     """Keys query row i looks at, rounded up to a multiple of 8."""
     return _padded(_seen(i, S, T, causal, span))
 
 
 @numba.njit(cache=True, inline="always")
-def _key_blocks(k, v, b, h):
-    """K^T and V^T of head (b, h) in blocks of KEYS keys, each (S'/KEYS, D, KEYS), zero past S."""
+def _key_blocks(k, b, h):
+    """K^T of head (b, h) in blocks of KEYS keys, (S'/KEYS, D, KEYS), zero past S."""
     S, D = k.shape[2], k.shape[3]
-    nb = (S + KEYS - 1) // KEYS
-    kb = np.zeros((nb, D, KEYS), dtype=k.dtype)
-    vb = np.zeros((nb, D, KEYS), dtype=k.dtype)
+    kb = np.zeros(((S + KEYS - 1) // KEYS, D, KEYS), dtype=k.dtype)
     for j in range(S):
         for d in range(D):
             kb[j // KEYS, d, j % KEYS] = k[b, h, j, d]
-            vb[j // KEYS, d, j % KEYS] = v[b, h, j, d]
-    return kb, vb
+    return kb
 
 
 @numba.njit(cache=True, inline="always")
-def _key_mask(mask, b, S, Sp, dtype):
-    """Batch row b's may-attend keys mask[b or 0] (S,) -> span (first, last + 1) of the keys
-    it may attend to, holes (a masked key before its end) and keep (S',), 1 where allowed."""
-    km = mask[b if mask.shape[0] > 1 else 0]
-    keep = np.zeros(Sp, dtype=dtype)
-    first, last, n = S, -1, 0
+def _key_columns(k, b, h):
+    """K^T of head (b, h) whole, (D, S'), zero past S."""
+    S, D = k.shape[2], k.shape[3]
+    kt = np.zeros((D, (S + KEYS - 1) // KEYS * KEYS), dtype=k.dtype)
     for j in range(S):
-        if km[j]:
-            keep[j] = 1.0
-            first, last, n = min(first, j), j, n + 1
-    return (first, last + 1), n < last + 1, keep
-
-
-@numba.njit(cache=True, inline="always")
-def _softmax_row(row, n, holes, keep):
-    """row[:n] <- softmax(row[:n]) over the keys with keep = 1 (the others get 0), row[n:] <- 0."""
-    zero = row.dtype.type(0.0)
-    if holes:
-        low = row.dtype.type(-1e30)                                  # finite: fastmath assumes no inf
-        for j in range(n):
-            row[j] = row[j] if keep[j] != zero else low
-    m = row[0]
-    for j in range(n):
-        m = max(m, row[j])
-    total = zero
-    for j in range(n):
-        e = _exp(row[j] - m)
-        if holes:
-            e *= keep[j]                                             # _exp32 stops at exp(-87), not 0
-        row[j] = e
-        total += e
-    if n > 0:
-        inv = row.dtype.type(1.0) / total
-        for j in range(n):
-            row[j] *= inv
-    row[n:] = zero
+        for d in range(D):
+            kt[d, j] = k[b, h, j, d]
+    return kt
 
 
 @numba.njit(cache=True, inline="always")
@@ -207,21 +158,28 @@ def _tile_row_times(out, mb, xs, i0, i1, S, T, causal, span, blocks):
     """out[i - i0, :n_i'] += xs[i - i0] @ M[:, :n_i'] for the tile's rows i0 <= i < i1, a key
     block at a time: M blocked as mb (S'/KEYS, D, KEYS), xs (ROWS, D), out (ROWS, S')."""
     for jb in range(blocks):
-        for i in range(i0, i1):
-            w = min(KEYS, _keys(i, S, T, causal, span) - jb * KEYS)
+        for r in range(i0, i1, 4):                                # four rows at a time, to the
+            w = min(KEYS, _keys(min(r + 3, i1 - 1), S, T, causal, span) - jb * KEYS)   # last one's keys
             if w > 0:
-                _row_times(out[i - i0, jb * KEYS:jb * KEYS + w], xs[i - i0], mb[jb], w)
+                _rows_times(out[r - i0:r - i0 + 4], jb * KEYS, xs[r - i0:r - i0 + 4], mb[jb], w)
 
 
 @numba.njit(cache=True, inline="always")
-def _tile_dots(out, mb, rows, i0, i1, S, T, causal, span, blocks):
-    """out[i - i0] += rows[i - i0] @ M for the tile's rows i0 <= i < i1, a key block at a
-    time: M^T blocked as mb (S'/KEYS, D, KEYS), rows (ROWS, S'), out (ROWS, D)."""
-    for jb in range(blocks):
-        for i in range(i0, i1):
-            w = min(KEYS, _keys(i, S, T, causal, span) - jb * KEYS)
-            if w > 0:
-                _dots(out[i - i0], mb[jb], rows[i - i0, jb * KEYS:jb * KEYS + w], w)
+def _tile_dots(out, x, mt, i0, i1, S, T, causal, span):
+    """out[i - i0] += x[i - i0, :n_i'] @ M[:n_i'] for the tile's rows i0 <= i < i1, four at
+    a time to the last one's keys: x (ROWS, S'), M^T mt (D, S'), out (ROWS, D)."""
+    for r in range(i0, i1, 4):
+        w = _keys(min(r + 3, i1 - 1), S, T, causal, span)
+        if w > 0:
+            _rows_dots(out[r - i0:r - i0 + 4], x[r - i0:r - i0 + 4], mt, w)
+
+
+@numba.njit(cache=True, inline="always")
+def _add_transposed(out, x, w, n):
+    """out[:, :n] += x^T @ w[:, :n], four rows of out at a time: out (D', S'), x (ROWS, D'),
+    w (ROWS, S'). dK^T and dV^T are summed along the keys (long rows), not dK along D."""
+    for d in range(0, out.shape[0], 4):
+        _rows_times(out[d:d + 4], 0, x[:, d:d + 4].T, w, n)
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=True)
@@ -232,11 +190,13 @@ def _forward_head(q, k, v, sc, causal, mask, bias, out, p, b, h):
     S = k.shape[2]
     Sp = (S + KEYS - 1) // KEYS * KEYS
     zero = q.dtype.type(0.0)
-    kb, vb = _key_blocks(k, v, b, h)                              # (S'/64, D, 64) each
+    kb, vt = _key_blocks(k, b, h), _key_columns(v, b, h)          # K^T (S'/64, D, 64), V^T (D, S')
     span, holes, keep = _key_mask(mask, b, S, Sp, q.dtype)
-    qs = np.empty((ROWS, D), dtype=q.dtype)                       # scaled query rows of the tile
+    qs = np.zeros((ROWS, D), dtype=q.dtype)                       # scaled query rows of the tile
     o = np.empty((ROWS, D), dtype=q.dtype)
-    rows = np.empty((ROWS, Sp), dtype=q.dtype)                    # scores, then weights
+    rows = np.empty((ROWS, Sp), dtype=q.dtype)                    # scores, then exp(scores - max)
+    inv = np.empty(ROWS, dtype=q.dtype)                           # 1 / sum of each row's exps
+    one = q.dtype.type(1.0)
     for i0 in range(0, T, ROWS):
         i1 = min(i0 + ROWS, T)
         for i in range(i0, i1):
@@ -252,14 +212,15 @@ def _forward_head(q, k, v, sc, causal, mask, bias, out, p, b, h):
                 bi = bias[b if bias.shape[0] > 1 else 0, h, i]
                 for j in range(n):
                     rows[i - i0, j] += bi[j]
-            _softmax_row(rows[i - i0], n, holes, keep)
+            inv[i - i0] = _exp_row(rows[i - i0], n, holes, keep, one)          # E = exp(S - max)
         o[:] = zero
-        _tile_dots(o, vb, rows, i0, i1, S, T, causal, span, blocks)           # O = P V
-        for i in range(i0, i1):
+        _tile_dots(o, rows, vt, i0, i1, S, T, causal, span)                  # O = E V
+        for i in range(i0, i1):                                   # P = E / sum, O = E V / sum
+            c = inv[i - i0]
             for d in range(D):
-                out[b, h, i, d] = o[i - i0, d]
+                out[b, h, i, d] = o[i - i0, d] * c
             for j in range(S):
-                p[b, h, i, j] = rows[i - i0, j]
+                p[b, h, i, j] = rows[i - i0, j] * c
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=True)
@@ -271,16 +232,17 @@ def _backward_head(dout, q, k, v, p, sc, causal, mask, dq, dk, dv, dbias, b, h):
     Sp = (S + KEYS - 1) // KEYS * KEYS
     Tp = (T + ROWS - 1) // ROWS * ROWS
     zero = q.dtype.type(0.0)
-    kb, vb = _key_blocks(k, v, b, h)                              # (S'/64, D, 64) each
+    vb, kt = _key_blocks(v, b, h), _key_columns(k, b, h)          # V^T (S'/64, D, 64), K^T (D, S')
     span = _key_mask(mask, b, S, Sp, q.dtype)[0]
-    qq = np.zeros((Tp, D), dtype=q.dtype)                         # Q (T', D)
-    gg = np.zeros((Tp, D), dtype=q.dtype)                         # dO (T', D)
+    Dp = (D + 3) // 4 * 4
+    qq = np.zeros((Tp, Dp), dtype=q.dtype)                        # Q (T', D')
+    gg = np.zeros((Tp, Dp), dtype=q.dtype)                        # dO (T', D')
     for i in range(T):
         for d in range(D):
             qq[i, d] = q[b, h, i, d]
             gg[i, d] = dout[b, h, i, d]
-    dkh = np.zeros((Sp, D), dtype=q.dtype)                        # dK (S', D)
-    dvh = np.zeros((Sp, D), dtype=q.dtype)                        # dV (S', D)
+    dkt = np.zeros((Dp, Sp), dtype=q.dtype)                       # dK^T (D', S')
+    dvt = np.zeros((Dp, Sp), dtype=q.dtype)                       # dV^T (D', S')
     pb = np.empty((ROWS, Sp), dtype=q.dtype)                      # P of the tile's rows
     ds = np.empty((ROWS, Sp), dtype=q.dtype)                      # dP, then dS
     dqb = np.empty((ROWS, D), dtype=q.dtype)
@@ -293,7 +255,7 @@ def _backward_head(dout, q, k, v, p, sc, causal, mask, dq, dk, dv, dbias, b, h):
         for i in range(i0, i1):
             for j in range(_seen(i, S, T, causal, span)):
                 pb[i - i0, j] = p[b, h, i, j]
-        _tile_row_times(ds, vb, gg[i0:i0 + ROWS], i0, i1, S, T, causal, span, blocks)   # dP = dO V^T
+        _tile_row_times(ds, vb, gg[i0:i0 + ROWS, :D], i0, i1, S, T, causal, span, blocks)   # dP = dO V^T
         for i in range(i0, i1):                                   # dS = scale P (dP - sum_j dP P)
             pr, dr = pb[i - i0], ds[i - i0]
             dot = zero
@@ -308,19 +270,16 @@ def _backward_head(dout, q, k, v, p, sc, causal, mask, dq, dk, dv, dbias, b, h):
             for j in range(nblock):
                 dr[j] *= sc
         dqb[:] = zero
-        _tile_dots(dqb, kb, ds, i0, i1, S, T, causal, span, blocks)           # dQ = dS K
+        _tile_dots(dqb, ds, kt, i0, i1, S, T, causal, span)                  # dQ = dS K
         for i in range(i0, i1):
             for d in range(D):
                 dq[b, h, i, d] = dqb[i - i0, d]
-        for jb in range(blocks):                                  # dK += dS^T Q, dV += P^T dO
-            j0, w = jb * KEYS, min(KEYS, nblock - jb * KEYS)
-            for r in range(0, ROWS, _W):
-                _outer_rows(dkh[j0:j0 + w], ds[r:r + _W, j0:j0 + w], qq[i0 + r:i0 + r + _W], w)
-                _outer_rows(dvh[j0:j0 + w], pb[r:r + _W, j0:j0 + w], gg[i0 + r:i0 + r + _W], w)
+        _add_transposed(dkt, qq[i0:i0 + ROWS], ds, nblock)        # dK^T += Q^T dS
+        _add_transposed(dvt, gg[i0:i0 + ROWS], pb, nblock)        # dV^T += dO^T P
     for j in range(S):
         for d in range(D):
-            dk[b, h, j, d] = dkh[j, d]
-            dv[b, h, j, d] = dvh[j, d]
+            dk[b, h, j, d] = dkt[d, j]
+            dv[b, h, j, d] = dvt[d, j]
 
 
 def _forward(q, k, v, scale, causal, mask, bias, out, p):

@@ -36,7 +36,8 @@ from contextlib import contextmanager
 INTERVAL = 0.5          # seconds between two readings of the machine's load
 SPIN_EXPONENT = 18      # OpenBLAS workers spin 2^18 cycles (about 0.1 ms) after a call, then sleep
 
-_state = {"next": 0.0, "stat": None, "cpu": None, "wall": None, "threads": None, "blas": None, "held": 0}
+_state = {"next": 0.0, "stat": None, "cpu": None, "wall": None, "threads": None, "blas": None, "held": 0,
+          "pool": None}
 
 
 def available_cpus() -> int:
@@ -229,3 +230,48 @@ def policy():
     """Run the block under the policy (as the ops do); for benchmarks that compare settings."""
     refresh()
     yield
+
+
+def _pool():
+    """The worker threads of ``in_parts``, made on first use (none survive a fork: a child
+    makes its own)."""
+    if _state["pool"] is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _state["pool"] = ThreadPoolExecutor(max_workers=available_cpus(), thread_name_prefix="minipt-part")
+    return _state["pool"]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _state.update(pool=None))
+
+
+def in_parts(work, n: int) -> None:
+    """Call ``work(slice)`` on ``range(n)`` cut into as many parts as Numba has threads (the
+    policy's count, or one set by hand), each part on its own thread and the first on the
+    caller's, with NumPy's BLAS held at one thread meanwhile: for many small products
+    (attention's, per batch row and head) one thread per part beats two threads per
+    product. ``work`` must let go of Python's lock (NumPy's matmul, ``nogil`` kernels) for
+    the parts to overlap. An exception in a part is raised here, after all parts ended."""
+    import numba
+    parts = max(1, min(n, numba.get_num_threads()))
+    if parts == 1:
+        work(slice(0, n))
+        return
+    cuts = [n * i // parts for i in range(parts + 1)]
+    slices = [slice(a, b) for a, b in zip(cuts, cuts[1:])]
+    libs = _blas()
+    saved = [lib.num_threads for lib in libs]
+    for lib in libs:
+        lib.set_num_threads(1)
+    try:
+        futures = [_pool().submit(work, sl) for sl in slices[1:]]
+        try:
+            work(slices[0])
+        finally:
+            errors = [f.exception() for f in futures]
+        for e in errors:
+            if e is not None:
+                raise e
+    finally:
+        for lib, count in zip(libs, saved):
+            lib.set_num_threads(count)

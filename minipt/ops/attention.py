@@ -22,22 +22,19 @@ from .. import kernels
 from ..core.checks import check_same_dtype
 from .softmax import softmax_backward
 
-# The fast path (no dropout; no mask, a key-padding mask or the causal rule; an optional
-# bias) is "kernel", the whole attention per (batch, head) in minipt.kernels.fused_attention.
-# Without mask and bias there is a second Numba version, "blas", stacked BLAS matmuls around
-# the softmax kernels of minipt.kernels.attention. "kernel" won at the GPT sizes S, M and L
-# (single thread, fwd+bwd, median of 15 alternating rounds: 1.9 vs 2.7, 8.4 vs 12.9 and
-# 19.6 vs 35.7 ms); "blas" stays as its twin in the tests.
-FAST_PATH = "kernel"
-
-# The kernel's products run out of the L1 cache, BLAS's from registers: with a head size
-# above KERNEL_MAX_D the products outweigh what the kernel saves (no (T, S) arrays in
-# memory), and bidirectional attention, which has no causal half to skip, goes to BLAS.
-# Single thread, CPU ms fwd+bwd at B 8 T 256, kernel against the NumPy twin (a busy
-# AVX-512 VM, benchmarks/bench_attention.py's inputs): D 32 H 6, padding mask 34.6 vs 51.1,
-# bias and mask 43.4 vs 54.9; D 64 H 4, padding mask 41.5 vs 33.6, bias 47.5 vs 33.7
-# (no mask, no bias: 44.3 vs 35.1 on the "blas" path); causal + bias 31.2 vs 34.9 at D 64.
-KERNEL_MAX_D = 32
+# The fast paths (no dropout; no mask, a key-padding mask or the causal rule; an optional
+# bias) are two Numba versions of the same attention, each the other's twin. "blas"
+# (minipt.kernels.attention): BLAS products around a Numba softmax, the batch cut into
+# parts on threads. "fused" (minipt.kernels.fused_attention): the whole attention per
+# (batch, head) in one kernel, in tiles. Forward + backward on the block's strided views,
+# 2 threads, median of 9 rounds against torch 2.13's SDPA (this 2-core AVX-512 VM, D 32):
+#   B 16 H 4 T 128 bidirectional  blas 3.59 ms  fused 6.89  torch 3.23
+#   B 8  H 6 T 256 bidirectional  blas 13.49    fused 14.29 torch 9.66
+#   B 16 H 4 T 128 causal         blas 3.33     fused 5.21  torch 3.30
+#   B 8  H 6 T 256 causal         blas 10.41    fused 10.62 torch 9.83
+#   B 16 H 4 T 64 D 16 causal     blas 1.34     fused 1.96  torch 0.81
+# so "blas" is the default, and "fused" (which compiles only when chosen) stays as its twin.
+FAST_PATH = "blas"
 
 
 def _check(q, k, v, mask, bias):
@@ -97,19 +94,15 @@ def attention_forward(q, k, v, mask=None, *, causal=False, bias=None, dropout_p=
     _check(q, k, v, mask, bias)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
-    T, S = q.shape[2], k.shape[2]
+    S = k.shape[2]
     scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
-    fused = kernels.get("attention_softmax")
     keys = key_mask(mask, S)
-    if fused and (mask is None or keys is not None) and not (dropout_p and training):
-        if FAST_PATH == "kernel" and (causal or q.shape[3] <= KERNEL_MAX_D):
-            b4 = None if bias is None else bias.reshape(-1, *bias.shape[-3:])   # (1 or B, H, T, S)
-            out, p = kernels.get("fused_attention_forward")(q, k, v, scale, causal, keys, b4)
-            return out, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "keys": keys,
-                         "bias_shape": None if bias is None else bias.shape, "fused": "kernel"}
-        if mask is None and bias is None and S >= T:
-            p = fused(q @ k.swapaxes(-1, -2), scale, causal)      # (B, H, T, S), Numba softmax
-            return p @ v, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "fused": True}
+    if kernels.ENABLED and (mask is None or keys is not None) and not (dropout_p and training):
+        path = FAST_PATH
+        b4 = None if bias is None else bias.reshape(-1, *bias.shape[-3:])   # (1 or B, H, T, S)
+        out, p = kernels.get(f"{path}_attention_forward")(q, k, v, scale, causal, keys, b4)
+        return out, {"q": q, "k": k, "v": v, "p": p, "scale": scale, "causal": causal, "keys": keys,
+                     "bias_shape": None if bias is None else bias.shape, "path": path}
     return attention_forward_numpy(q, k, v, mask, causal, bias, dropout_p, rng, training, scale)
 
 
@@ -140,17 +133,12 @@ def attention_forward_numpy(q, k, v, mask, causal, bias, dropout_p, rng, trainin
 
 def attention_backward(dout, cache):
     """dout (B,H,T,D) -> dq (B,H,T,D), dk, dv (B,H,S,D), dbias (bias shape) or None."""
-    if cache.get("fused") == "kernel":
-        dq, dk, dv, ds = kernels.get("fused_attention_backward")(
+    path = cache.get("path")
+    if path:
+        dq, dk, dv, ds = kernels.get(f"{path}_attention_backward")(
             dout, cache["q"], cache["k"], cache["v"], cache["p"], cache["scale"], cache["causal"], cache["keys"],
             cache["bias_shape"] is not None)                      # ds (B, H, T, S) unscaled, or None
         return dq, dk, dv, bias_grad(ds, cache["bias_shape"])
-    if cache.get("fused"):
-        q, k, v, p = cache["q"], cache["k"], cache["v"], cache["p"]
-        dv = p.swapaxes(-1, -2) @ dout                            # (B, H, S, D)
-        ds = kernels.get("attention_softmax_backward")(dout @ v.swapaxes(-1, -2), p, cache["scale"],
-                                                       cache["causal"])   # (B, H, T, S), scaled
-        return ds @ k, ds.swapaxes(-1, -2) @ q, dv, None
     return attention_backward_numpy(dout, cache)
 
 
