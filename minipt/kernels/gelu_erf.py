@@ -19,13 +19,16 @@ absolute error at most 1.5e-7 (p = 0.3275911; a1..a5 below), so Phi(x) = 1 - erf
 for x >= 0 and erfc(z) / 2 for x < 0 to within 7.5e-8, about float32's rounding. The
 same exp(-z^2) = exp(-x^2 / 2) gives phi(x) for the backward, and exp is ``gelu._exp32``.
 float64 (gradchecks) calls ``math.erf``, as the twin does, to agree with it within 1e-12.
+Large arrays run in parts on threads, as ``gelu.py`` says.
 """
 import math
 
 import numba
 import numpy as np
 
-from .gelu import _exp32
+from . import threads
+
+from .gelu import PART_MIN, _exp32
 
 _R2 = 1.0 / math.sqrt(2.0)
 _RPI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -46,49 +49,47 @@ def _phi32(v):
     return (_F1 - half_erfc if v >= _F0 else half_erfc), e
 
 
-@numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
-def _forward32(x):
-    y = np.empty_like(x)                                  # (N,)
+@numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+def _forward32(x, y):
     for i in range(x.shape[0]):
         v = x[i]
         y[i] = v * _phi32(v)[0]
-    return y
 
 
-@numba.njit(cache=True, fastmath={"contract"}, error_model="numpy")
-def _backward32(dy, x):
-    dx = np.empty_like(x)                                 # (N,)
+@numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+def _backward32(dy, x, dx):
     for i in range(x.shape[0]):
         v = x[i]
         cdf, e = _phi32(v)
         dx[i] = dy[i] * (cdf + v * e * _RPIF)
-    return dx
 
 
-@numba.njit(cache=True, error_model="numpy")
-def _forward64(x):
-    y = np.empty_like(x)                                  # (N,)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _forward64(x, y):
     for i in range(x.shape[0]):
         v = x[i]
         y[i] = v * (0.5 * (1.0 + math.erf(v * _R2)))
-    return y
 
 
-@numba.njit(cache=True, error_model="numpy")
-def _backward64(dy, x):
-    dx = np.empty_like(x)                                 # (N,)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _backward64(dy, x, dx):
     for i in range(x.shape[0]):
         v = x[i]
         cdf = 0.5 * (1.0 + math.erf(v * _R2))
         dx[i] = dy[i] * (cdf + v * math.exp(-0.5 * v * v) * _RPI)
-    return dx
 
 
 def gelu_forward(x: np.ndarray) -> np.ndarray:
     """x (N,) float32 or float64, C-contiguous -> y (N,) of the same dtype."""
-    return _forward32(x) if x.dtype == np.float32 else _forward64(x)
+    y = np.empty_like(x)
+    f = _forward32 if x.dtype == np.float32 else _forward64
+    threads.in_parts(lambda sl: f(x[sl], y[sl]), x.shape[0], min_part=PART_MIN)
+    return y
 
 
 def gelu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     """dy, x (N,) -> dx (N,) of x's dtype."""
-    return _backward32(dy, x) if x.dtype == np.float32 else _backward64(dy, x)
+    dx = np.empty_like(x)
+    f = _backward32 if x.dtype == np.float32 else _backward64
+    threads.in_parts(lambda sl: f(dy[sl], x[sl], dx[sl]), x.shape[0], min_part=PART_MIN)
+    return dx

@@ -245,15 +245,16 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=lambda: _state.update(pool=None))
 
 
-def in_parts(work, n: int) -> None:
+def in_parts(work, n: int, min_part: int = 1) -> None:
     """Call ``work(slice)`` on ``range(n)`` cut into as many parts as Numba has threads (the
-    policy's count, or one set by hand), each part on its own thread and the first on the
-    caller's, with NumPy's BLAS held at one thread meanwhile: for many small products
+    policy's count, or one set by hand) and parts of at least ``min_part`` items allow
+    (handing a part to a thread costs tens of microseconds), each part on its own thread
+    and the first on the caller's, with NumPy's BLAS held at one thread meanwhile: for many small products
     (attention's, per batch row and head) one thread per part beats two threads per
     product. ``work`` must let go of Python's lock (NumPy's matmul, ``nogil`` kernels) for
     the parts to overlap. An exception in a part is raised here, after all parts ended."""
     import numba
-    parts = max(1, min(n, numba.get_num_threads()))
+    parts = max(1, min(n // max(1, min_part), numba.get_num_threads()))
     if parts == 1:
         work(slice(0, n))
         return

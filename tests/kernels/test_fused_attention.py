@@ -11,7 +11,7 @@ import pytest
 from minipt import kernels
 from minipt.ops import attention as A
 
-pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
+pytestmark = [pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0"), pytest.mark.usefixtures("two_threads")]
 TOL = {np.float32: 2e-6, np.float64: 1e-12}
 
 

@@ -8,7 +8,7 @@ import pytest
 from minipt import kernels
 from minipt.ops.activations import gelu_tanh_backward_numpy, gelu_tanh_forward_numpy
 
-pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
+pytestmark = [pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0"), pytest.mark.usefixtures("two_threads")]
 TOL = {np.float32: 1e-5, np.float64: 1e-12}
 
 
@@ -17,7 +17,7 @@ def rel_err(got, want):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n", [1, 31, 4099])
+@pytest.mark.parametrize("n", [1, 31, 4099, 1_100_001])   # the last in parts on threads
 def test_forward_and_backward_match_twins(n, dtype):
     forward, backward = kernels.get("gelu_tanh_forward"), kernels.get("gelu_tanh_backward")
     r = np.random.default_rng(n)
