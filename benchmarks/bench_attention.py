@@ -1,7 +1,8 @@
-"""Attention forward+backward, float32: minipt's default path (the fused Numba kernel)
-against its NumPy twin (the path BERT's padding mask and T5's bias took before the kernel
-took them) and torch's scaled_dot_product_attention (if installed), the three timed in
-alternating rounds (benchmarks/harness.py).
+"""Attention forward+backward, float32: minipt's default path ("blas": BLAS products around
+a Numba softmax, the batch in parts on threads) against its other fast path ("fused": the
+whole attention in one Numba kernel), the NumPy twin and torch's
+scaled_dot_product_attention (if installed), all timed in alternating rounds
+(benchmarks/harness.py).
 
     python benchmarks/bench_attention.py [--rounds 7] [--calls 3] [--only causal,bert,t5]
 
@@ -53,14 +54,20 @@ def inputs(case, name, B, H, T, D):
 def sides(torch, case, name, B, H, T, D):
     q, k, v, dout, mask, bias, causal, scale = inputs(case, name, B, H, T, D)
 
-    def minipt():
-        out, cache = A.attention_forward(q, k, v, mask, causal=causal, bias=bias, scale=scale)
-        A.attention_backward(dout, cache)
+    def path(name):
+        def run():
+            saved, A.FAST_PATH = A.FAST_PATH, name
+            try:
+                out, cache = A.attention_forward(q, k, v, mask, causal=causal, bias=bias, scale=scale)
+                A.attention_backward(dout, cache)
+            finally:
+                A.FAST_PATH = saved
+        return run
 
     def twin():
         out, cache = A.attention_forward_numpy(q, k, v, mask, causal, bias, 0.0, None, True, scale)
         A.attention_backward_numpy(dout, cache)
-    out = {"minipt": minipt, "numpy": twin}
+    out = {"minipt": path(A.FAST_PATH), "fused": path("fused"), "numpy": twin}
     if torch:
         tq, tk, tv = (torch.from_numpy(a.copy()).requires_grad_(True) for a in (q, k, v))
         tg = torch.from_numpy(dout)
@@ -86,6 +93,7 @@ def run(quick: bool = False, rounds: int = 7, calls: int = 3, only=tuple(SIZES))
             t = harness.rounds_of(fns, rounds=3 if quick else rounds, calls=calls)
             label = f"{case} {name} B{B} H{H} T{T} D{D}"
             rows.append(harness.row("attention", label, "minipt", "numpy", harness.Comparison(t["minipt"], t["numpy"])))
+            rows.append(harness.row("attention", label, "minipt", "fused", harness.Comparison(t["minipt"], t["fused"])))
             if torch:
                 rows.append(harness.row("attention", label, "minipt", "torch",
                                         harness.Comparison(t["minipt"], t["torch"])))

@@ -76,13 +76,23 @@ def gelu_backward(dy: np.ndarray, cache) -> np.ndarray:
     return _flat_backward("gelu_backward", gelu_backward_numpy, dy, cache)
 
 
+def relu_forward_numpy(x: np.ndarray) -> np.ndarray:
+    """x (N,) -> y (N,)."""
+    return np.maximum(x, x.dtype.type(0.0))
+
+
+def relu_backward_numpy(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """dy, x (N,) -> dx (N,)."""
+    return dy * (x > 0)
+
+
 def relu_forward(x: np.ndarray):
-    check_float("x", x)
-    return np.maximum(x, 0), x > 0
+    """ReLU: the Numba kernel ``kernels/relu.py`` or the NumPy twin."""
+    return _flat_forward("relu_forward", relu_forward_numpy, x)
 
 
 def relu_backward(dy: np.ndarray, cache) -> np.ndarray:
-    return dy * cache
+    return _flat_backward("relu_backward", relu_backward_numpy, dy, cache)
 
 
 def tanh_forward(x: np.ndarray):

@@ -56,20 +56,35 @@ def layer_norm_backward(dy: np.ndarray, cache):
     return dx.reshape(shape), dg, db
 
 
+def rms_norm_forward_numpy(x, g, eps: float):
+    """x (N, C), g (C,) -> y (N, C), r (N,)."""
+    r = 1.0 / np.sqrt((x * x).mean(axis=1) + eps)           # (N,)
+    return x * r[:, None] * g, r
+
+
+def rms_norm_backward_numpy(dy, x, r, g):
+    """dy, x (N, C), r (N,), g (C,) -> dx (N, C), dg (C,)."""
+    xhat = x * r[:, None]                                    # (N, C)
+    dxhat = dy * g                                           # (N, C)
+    dx = r[:, None] * (dxhat - xhat * (dxhat * xhat).mean(axis=1, keepdims=True))
+    return dx, (dy * xhat).sum(axis=0)
+
+
 def rms_norm_forward(x: np.ndarray, g: np.ndarray, eps: float = 1e-6):
     """x (..., C), g (C,) -> y (..., C)."""
     check_same_dtype(x=x, gain=g)
     check_ndim("gain", g, 1)
     check_last_dim("x", x, g.shape[0])
-    r = 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)   # (..., 1)
-    xhat = x * r                                                     # (..., C)
-    return xhat * g, (xhat, r, g)
+    x2 = _rows(x)
+    fwd = kernels.get("rms_norm_forward") or rms_norm_forward_numpy
+    y, r = fwd(x2, g, float(eps))
+    return y.reshape(x.shape), (x2, r, g, x.shape)
 
 
 def rms_norm_backward(dy: np.ndarray, cache):
     """dy (..., C) -> dx (..., C), dg (C,)."""
-    xhat, r, g = cache
-    dxhat = dy * g                                                   # (..., C)
-    dx = r * (dxhat - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
-    dg = (dy * xhat).reshape(-1, g.shape[0]).sum(axis=0)             # (C,)
-    return dx, dg
+    x2, r, g, shape = cache
+    bwd = kernels.get("rms_norm_backward") or rms_norm_backward_numpy
+    dx, dg = bwd(_rows(dy), x2, r, g)
+    return dx.reshape(shape), dg
+
