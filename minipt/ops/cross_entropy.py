@@ -4,12 +4,14 @@ loss = mean over counted positions of -log softmax(z)_y, with ``ignore_index`` p
 left out of both sum and count. Label smoothing (Szegedy et al. 2016) replaces the
 one-hot target by (1 - eps) onehot + eps / V. dlogits = (softmax(z) - target) / count.
 When every target is ignored the loss is 0 and the gradient zero (nothing to learn;
-a batch of padding must not become NaN).
+a batch of padding must not become NaN). The rows run in the Numba kernel
+``kernels/cross_entropy.py``, or in its NumPy twin (``_rows_numpy``, ``_rows_backward_numpy``).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from ..core.checks import check_float
 from .softmax import log_softmax_forward
 
@@ -33,22 +35,43 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, ignore_index:
     if bad.size:
         raise IndexError(f"target id {int(bad[0])} is outside [0, {V}) (ignore_index is {ignore_index})")
     count = int(keep.sum())
-    logp, _ = log_softmax_forward(z)                             # (N, V)
-    tk = np.where(keep, t, 0)
-    nll = -logp[np.arange(len(t)), tk]                           # (N,)
-    if label_smoothing:
-        nll = (1.0 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
+    tk = np.where(keep, t, 0)                                    # (N,) ignored rows read class 0
+    rows = kernels.get("cross_entropy_rows")
+    if rows:
+        z = np.ascontiguousarray(z)
+        nll, state = rows(z, tk, float(label_smoothing))         # (N,) float64, lse (N,)
+    else:
+        nll, state = _rows_numpy(z, tk, label_smoothing)         # (N,), logp (N, V)
     loss = np.asarray((nll * keep).sum() / max(count, 1), dtype=logits.dtype)
-    return loss, (logp, tk, keep, count, label_smoothing, logits.shape)
+    return loss, (z, state, tk, keep, count, label_smoothing, logits.shape, rows is not None)
 
 
-def cross_entropy_backward(dloss, cache) -> np.ndarray:
-    """dloss (scalar) -> dlogits (..., V)."""
-    logp, tk, keep, count, eps, shape = cache
-    V = shape[-1]
+def _rows_numpy(z, tk, eps):
+    """The twin of the kernel's rows: z (N, V), tk (N,) -> nll (N,), logp (N, V)."""
+    logp, _ = log_softmax_forward(z)                             # (N, V)
+    nll = -logp[np.arange(len(tk)), tk]                          # (N,)
+    if eps:
+        nll = (1.0 - eps) * nll - eps * logp.mean(axis=1)
+    return nll, logp
+
+
+def _rows_backward_numpy(logp, tk, w, eps):
+    """logp (N, V), tk (N,), w (N,) -> dz (N, V)."""
+    V = logp.shape[1]
     dz = np.exp(logp)                                            # softmax (N, V)
     dz[np.arange(len(tk)), tk] -= (1.0 - eps)
     if eps:
         dz -= eps / V
-    dz *= (keep * (float(dloss) / max(count, 1)))[:, None].astype(dz.dtype)
+    dz *= w[:, None].astype(dz.dtype)
+    return dz
+
+
+def cross_entropy_backward(dloss, cache) -> np.ndarray:
+    """dloss (scalar) -> dlogits (..., V)."""
+    z, state, tk, keep, count, eps, shape, fused = cache
+    w = keep * (float(dloss) / max(count, 1))                    # (N,) float64
+    if fused:
+        dz = kernels.get("cross_entropy_rows_backward")(z, tk, state, w, float(eps))
+    else:
+        dz = _rows_backward_numpy(state, tk, w, eps)
     return dz.reshape(shape)
