@@ -210,10 +210,11 @@ def _key_blocks(T, S, causal):
 
 def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     """q (B,H,T,D), k, v (B,H,S,D), any strides; mask (1 or B, S) bool keys each batch row may
-    attend to, or None; bias (1 or B, H, T, S) or None -> out (B,H,T,D), p (B,H,T,S)."""
+    attend to, or None; bias (1 or B, H, T, S) or None -> out (B,H,T,D), p (B,H,T,S). out is
+    laid out (B,T,H,D) in memory: the heads come out already concatenated, with no copy."""
     B, H, T, D = q.shape
     S = k.shape[2]
-    out = np.empty((B, H, T, D), dtype=q.dtype)
+    out = np.empty((B, T, H, D), dtype=q.dtype).transpose(0, 2, 1, 3)
     p = np.empty((B, H, T, S), dtype=q.dtype)
     mask, bias = _mask_and_bias(mask, bias, S, q.dtype)
     softmax = _softmax_jit(q.dtype)
@@ -229,12 +230,14 @@ def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     return out, p
 
 
-def blas_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=False):
+def blas_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=False, out=None):
     """dout (B,H,T,D), the forward's inputs and p -> dq (B,H,T,D), dk, dv (B,H,S,D) and, when
-    the forward had a bias, dbias (B,H,T,S) per batch row (else None)."""
+    the forward had a bias, dbias (B,H,T,S) per batch row (else None). out: (dq, dk, dv)
+    arrays of those shapes, any strides, to write into (views of a fused projection's
+    gradient, which then needs no copy), or None."""
     B, H, T, D = q.shape
     S = k.shape[2]
-    dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
+    dq, dk, dv = out if out is not None else (np.empty_like(q), np.empty_like(k), np.empty_like(v))
     ds = np.empty(p.shape, dtype=q.dtype)                         # dP, then dS
     mask = _mask_and_bias(mask, None, S, q.dtype)[0]
     backward = _backward_jit(q.dtype)

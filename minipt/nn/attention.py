@@ -143,20 +143,21 @@ class MultiHeadAttention(Module):
         B, T, C = dy.shape
         H, D = self.n_heads, self.head_dim
         dout = self.c_proj.backward(dy.reshape(B * T, C)).reshape(B, T, H, D)        # (B, T, H, D)
-        dq, dk, dv, dbias = attention_backward(dout.transpose(0, 2, 1, 3), acache)   # (B, H, T|S, D)
-        if rope_caches is not None:
-            dq = rope_backward(dq, rope_caches[0])
-            dk = rope_backward(dk, rope_caches[1])
-        # back to rows, in the projections' column order (the inverse of _split)
+        # the gradients go straight into the projections' row layout (the inverse of _split)
         if self.cross:
             dq_rows = np.empty((B, T, 1, H, D), dtype=dy.dtype)                       # -> q_proj
             dkv = np.empty((B, S, 2, H, D), dtype=dy.dtype)                           # -> kv_proj: k | v
+            slots = (self._split(dq_rows.reshape(B, T, C), 1)[0], *self._split(dkv.reshape(B, S, 2 * C), 2))
         else:
             dqkv = np.empty((B, T, 3, H, D), dtype=dy.dtype)                          # -> c_attn: q | k | v
-            dq_rows, dkv = dqkv[:, :, :1], dqkv[:, :, 1:]
-        dq_rows[:, :, 0] = dq.transpose(0, 2, 1, 3)                                   # (B, T, H, D)
-        dkv[:, :, 0] = dk.transpose(0, 2, 1, 3)                                       # (B, S, H, D)
-        dkv[:, :, 1] = dv.transpose(0, 2, 1, 3)
+            slots = tuple(self._split(dqkv.reshape(B, T, 3 * C), 3))                  # (B, H, T, D) views
+        if rope_caches is None:
+            dbias = attention_backward(dout.transpose(0, 2, 1, 3), acache, out=slots)[3]
+        else:
+            dq, dk, dv, dbias = attention_backward(dout.transpose(0, 2, 1, 3), acache)   # (B, H, T|S, D)
+            slots[0][...] = rope_backward(dq, rope_caches[0])
+            slots[1][...] = rope_backward(dk, rope_caches[1])
+            slots[2][...] = dv
         if self.cross:
             dx = self.q_proj.backward(dq_rows.reshape(B * T, C)).reshape(B, T, C)    # (B, T, C)
             dmem = self.kv_proj.backward(dkv.reshape(B * S, 2 * C)).reshape(B, S, C)  # (B, S, C)

@@ -189,3 +189,21 @@ def test_an_error_in_a_part_reaches_the_caller():
             raise ValueError("part failed")
     with threads.limit(blas=2, numba=2), pytest.raises(ValueError, match="part failed"):
         threads.in_parts(work, 4)
+
+
+@pytest.mark.parametrize("path", [*PATHS, None])
+def test_backward_writes_into_given_arrays(path, monkeypatch):
+    """attention_backward(..., out=(dq, dk, dv)) fills strided views (as MultiHeadAttention
+    passes views of its fused projection's gradient) with what it returns without out."""
+    monkeypatch.setattr(A, "FAST_PATH", path or "blas")
+    q, k, v, dout = qkv_views(2, 3, 9, 9, 8, np.float64, seed=4)
+    mask = None if path else np.ones((2, 9, 9), bool)               # a full mask: the NumPy twin
+    out, cache = A.attention_forward(q, k, v, mask, causal=True)
+    assert cache.get("path") == path
+    want = A.attention_backward(dout, cache)
+    buf = np.full((2, 9, 3, 3, 8), np.nan)                          # (B, T, 3, H, D), as c_attn's gradient
+    slots = tuple(buf[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    got = A.attention_backward(dout, cache, out=slots)
+    for w, g, s in zip(want[:3], got[:3], slots):
+        assert g is s and np.array_equal(w, s)
+    assert not np.isnan(buf).any()
