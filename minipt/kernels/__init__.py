@@ -84,31 +84,16 @@ KERNELS: dict[str, str] = {
 }
 
 
-# Below this many elements a kernel runs on one thread: waking a thread pool costs more
-# than it saves on small arrays (measured in benchmarks/bench_kernels.py).
-PARALLEL_MIN = 1 << 17
-
-
 def _parallel_copy(py_func):
     """A copy of ``py_func`` named ``<name>_parallel``. Numba's on-disk cache is keyed by
     the function's name and code, not by ``parallel``: compiled from the same function
     object, a serial and a parallel version would share one cache entry and the serial
-    one would load the parallel machine code."""
+    one would load the parallel machine code (or the other way round)."""
     copy = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + "_parallel",
                               py_func.__defaults__, py_func.__closure__)
     copy.__qualname__ = py_func.__qualname__ + "_parallel"
     copy.__doc__ = py_func.__doc__
     return copy
-
-
-def serial_and_parallel(py_func, **options):
-    """Compile one loop function twice, each on its first call: serial, and with ``prange``
-    spread over threads (from ``_parallel_copy``). ``options`` go to both ``numba.njit``
-    calls (e.g. ``fastmath``, ``error_model``)."""
-    import numba
-
-    return (numba.njit(cache=True, **options)(py_func),
-            numba.njit(cache=True, parallel=True, **options)(_parallel_copy(py_func)))
 
 
 def per_dtype(py_func, signature, parallel: bool = False, **options):
@@ -132,10 +117,6 @@ def per_dtype(py_func, signature, parallel: bool = False, **options):
         return fn
     get.compiled = made
     return get
-
-
-def by_size(serial, parallel, size: int):
-    return parallel if size >= PARALLEL_MIN else serial
 
 
 # What a first run costs, for the note it prints: `minipt train gpt` compiles its float32

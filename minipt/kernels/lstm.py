@@ -19,9 +19,8 @@ float32: sigmoid(z) = 1 / (1 + exp(-z)) and tanh(z) = 2 / (1 + exp(-2z)) - 1 wit
 branch-free, vectorisable ``_exp32`` of ``kernels.gelu`` (Numba's scalar ``tanhf`` made
 the cell 4x slower than the NumPy twin; the exp form is exact to float32 rounding in
 absolute terms). float64 (gradchecks) uses np.tanh as the twin does. The loops are
-serial: at B 32, H 256 a step is 8k cells, far below where threads pay off
-(``kernels.PARALLEL_MIN``); the speed comes from one pass instead of the twin's dozen
-temporaries.
+serial: at B 32, H 256 a step is 8k cells, far below where threads pay off; the speed
+comes from one pass instead of the twin's dozen temporaries.
 """
 import numba
 import numpy as np

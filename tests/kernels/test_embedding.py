@@ -2,7 +2,8 @@
 repeated ids sum, an existing non-zero dw is accumulated into, float32 within 1e-5 and
 float64 within 1e-12, dw keeps its dtype, bad ids raise before any write.
 Also two checks of the kernels package itself: MINIPT_NUMBA=0 turns every kernel off, and
-``serial_and_parallel`` gives two versions that stay distinct through Numba's disk cache."""
+a serial and a parallel version of one function (``per_dtype(..., parallel=True)``) stay
+distinct through Numba's disk cache."""
 import os
 import subprocess
 import sys
@@ -72,18 +73,18 @@ def test_serial_and_parallel_versions_do_not_share_a_cache_entry(tmp_path):
     # both come from the cache in a new process (the first run compiles, the second loads)
     (tmp_path / "probe.py").write_text(textwrap.dedent("""
         import numba
-        from minipt.kernels import serial_and_parallel
+        from minipt.kernels import per_dtype
 
         def _ids(out):
             for i in numba.prange(out.shape[0]):
                 out[i] = numba.get_thread_id()
-            return out
 
-        ids_s, ids_p = serial_and_parallel(_ids)
+        ids_s = numba.njit(cache=True)(_ids)
+        ids_p = per_dtype(_ids, lambda t: numba.void(t[::1]), parallel=True, cache=True)
     """))
     code = ("import numpy as np, numba, probe; numba.set_num_threads(2); "
-            "p = probe.ids_p(np.zeros(1 << 14)).max(); s = probe.ids_s(np.zeros(1 << 14)).max(); "
-            "print(int(s), int(p))")
+            "a, b = np.zeros(1 << 14), np.zeros(1 << 14); probe.ids_p(a.dtype)(a); probe.ids_s(b); "
+            "print(int(b.max()), int(a.max()))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
     for run in ("compile", "from cache"):
         out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
