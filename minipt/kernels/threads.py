@@ -29,7 +29,6 @@ beside one single-threaded process and 5-7x beside a two-threaded one
 """
 from __future__ import annotations
 
-import itertools
 import os
 import time
 from contextlib import contextmanager
@@ -246,44 +245,29 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=lambda: _state.update(pool=None))
 
 
-CHUNKS_PER_THREAD = 4    # in_parts cuts its work this much finer than the thread count
-
-
 def in_parts(work, n: int, min_part: int = 1) -> None:
-    """Call ``work(slice)`` on consecutive pieces of ``range(n)``, on as many threads as
-    Numba has (the policy's count, or one set by hand; the caller's thread is one of
-    them), with NumPy's BLAS held at one thread meanwhile: for many small products
-    (attention's, per batch row and head) one thread per piece beats two threads per
-    product. A piece holds at least ``min_part`` items (handing work to a thread costs
-    about 0.1 ms); there are up to CHUNKS_PER_THREAD pieces a thread, which the threads
-    take in turn as they finish: with one piece a thread, the worker's half of a BERT L
-    step's attention ran 24 % longer than the caller's, and the caller waited 25 ms a step.
-    ``work`` must let go of Python's lock (NumPy's matmul, ``nogil`` kernels) for the
-    pieces to overlap. An exception in a piece is raised here, after all threads stopped."""
+    """Call ``work(slice)`` on ``range(n)`` cut into as many parts as Numba has threads (the
+    policy's count, or one set by hand) and parts of at least ``min_part`` items allow
+    (handing a part to a thread costs tens of microseconds), each part on its own thread
+    and the first on the caller's, with NumPy's BLAS held at one thread meanwhile: for many small products
+    (attention's, per batch row and head) one thread per part beats two threads per
+    product. ``work`` must let go of Python's lock (NumPy's matmul, ``nogil`` kernels) for
+    the parts to overlap. An exception in a part is raised here, after all parts ended."""
     import numba
-    most = n // max(1, min_part)
-    parts = max(1, min(most, numba.get_num_threads()))
+    parts = max(1, min(n // max(1, min_part), numba.get_num_threads()))
     if parts == 1:
         work(slice(0, n))
         return
-    chunks = max(parts, min(most, parts * CHUNKS_PER_THREAD))
-    cuts = [n * i // chunks for i in range(chunks + 1)]
+    cuts = [n * i // parts for i in range(parts + 1)]
     slices = [slice(a, b) for a, b in zip(cuts, cuts[1:])]
-    taken = itertools.count()                                     # next() is atomic under the GIL
-
-    def drain():
-        for i in iter(lambda: next(taken), None):
-            if i >= chunks:
-                return
-            work(slices[i])
     libs = _blas()
     saved = [lib.num_threads for lib in libs]
     for lib in libs:
         lib.set_num_threads(1)
     try:
-        futures = [_pool().submit(drain) for _ in range(parts - 1)]
+        futures = [_pool().submit(work, sl) for sl in slices[1:]]
         try:
-            drain()
+            work(slices[0])
         finally:
             errors = [f.exception() for f in futures]
         for e in errors:

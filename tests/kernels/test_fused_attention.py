@@ -156,25 +156,23 @@ def test_dispatcher_takes_a_fast_path_for_key_masks_only(mask, fused):
 
 
 def test_blas_path_runs_in_parts_on_threads(monkeypatch):
-    """The batch is cut into pieces the threads take in turn, with BLAS held at one thread
-    meanwhile and given back after; each batch row is done once, and the result is that of
-    one thread over the whole batch."""
+    """The batch is cut into parts, one per thread, with BLAS held at one thread meanwhile
+    and given back after; the parts' results are those of one part over the whole batch."""
     from minipt.kernels import threads
     q, k, v, dout = qkv_views(5, 2, 12, 12, 8, np.float64, seed=3)
     seen = []
     real = threads.in_parts
 
-    def spy(work, n, min_part=1):
+    def spy(work, n):
         def watched(sl):
             seen.append((sl.start, sl.stop, threads.blas_threads()))
             work(sl)
-        real(watched, n, min_part)
+        real(watched, n)
     monkeypatch.setattr(threads, "in_parts", spy)
     before = threads.blas_threads()
     with threads.limit(blas=2, numba=2):
         out2, p2 = kernels.get("blas_attention_forward")(q, k, v, 0.3, True)
-    rows = sorted(i for a, b, _ in seen for i in range(a, b))
-    assert rows == list(range(5)) and len(seen) > 1 and all(s[2] == 1 for s in seen)
+    assert sorted(s[:2] for s in seen) == [(0, 2), (2, 5)] and all(s[2] == 1 for s in seen)
     assert threads.blas_threads() == before
     seen.clear()
     with threads.limit(blas=1, numba=1):
