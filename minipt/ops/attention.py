@@ -26,14 +26,16 @@ from .softmax import softmax_backward
 # bias) are two Numba versions of the same attention, each the other's twin. "blas"
 # (minipt.kernels.attention): BLAS products around a Numba softmax, the batch cut into
 # parts on threads. "fused" (minipt.kernels.fused_attention): the whole attention per
-# (batch, head) in one kernel, in tiles. Forward + backward on the block's strided views,
-# 2 threads, median of 9 rounds against torch 2.13's SDPA (this 2-core AVX-512 VM, D 32):
-#   B 16 H 4 T 128 bidirectional  blas 3.59 ms  fused 6.89  torch 3.23
-#   B 8  H 6 T 256 bidirectional  blas 13.49    fused 14.29 torch 9.66
-#   B 16 H 4 T 128 causal         blas 3.33     fused 5.21  torch 3.30
-#   B 8  H 6 T 256 causal         blas 10.41    fused 10.62 torch 9.83
-#   B 16 H 4 T 64 D 16 causal     blas 1.34     fused 1.96  torch 0.81
-# so "blas" is the default, and "fused" (which compiles only when chosen) stays as its twin.
+# (batch, head) in one kernel, in tiles. Whole training steps against torch eager
+# (benchmarks/bench_gpt.py, bench_bert.py, bench_t5.py, 7 rounds, each path run twice,
+# this 2-core AVX-512 VM): GPT "fused" 0.94 / 0.90 / 0.93x torch at S / M / L against
+# "blas" 0.88 / 0.90 / 0.98x (a second pair: 0.89-0.94 / 0.84 / 0.91 against 0.87-0.88 /
+# 0.85 / 0.95); at S, BERT 0.83 / 0.82 against 0.88 / 0.92, T5 1.02 / 1.02 against
+# 1.24 / 0.98. So "blas" is the default everywhere, and "fused" (compiled only when
+# chosen) is its twin. Alone, outside a step (benchmarks/bench_attention.py), "fused" is
+# the faster of the two for causal attention at T 128-256 ("blas" at 0.80x its speed) and
+# the slower for bidirectional attention with D 64 ("blas" at 1.52x): inside a step the
+# BLAS products are what holds up.
 FAST_PATH = "blas"
 
 
