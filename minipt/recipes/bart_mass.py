@@ -107,7 +107,11 @@ _MODEL = dict(encoder_layers=2, decoder_layers=2, n_head=4, d_model=64, max_sour
 # fresh schedule leaves translate and summarize at 0.000.
 _TRAIN = dict(steps=1800, lr=2e-3, min_lr=2e-4, warmup=60, weight_decay=0.01, eval_every=300, eval_batches=4,
               grad_clip=1.0)
-BART_PRESETS = {"toy": Preset(model=_MODEL, batch_size=32, train=_TRAIN,
+# BART at lr 2e-3 sat on a knife's edge: the same run gave translate exact match 0.885,
+# 0.420, 0.170 or 0.095 depending on float32 rounding alone (attention path, loss kernel,
+# commit), training loss 0.15-1.0. At 1e-3 it gave 0.965 and 0.965 on one thread and on two.
+_BART_TRAIN = {**_TRAIN, "lr": 1e-3, "min_lr": 1e-4}
+BART_PRESETS = {"toy": Preset(model=_MODEL, batch_size=32, train=_BART_TRAIN,
                               data=dict(sizes=(2000, 100, 200), limit=None, pretrain_steps=300),
                               expected="300 steps of infilling + permutation, then 1500 of the mixture; results: "
                                        "reports/presets/bart.json (the README's table)")}
