@@ -8,7 +8,6 @@ Asked of another model, a command names the ones that serve it."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
@@ -122,9 +121,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .data.text_to_text import PREFIXES, answer_text, task_of
     from .inference.prompts import unknown_note, unknown_words
     from .inference.seq2seq_decoding import beam_search
+    from .recipes.char_lm import check_run_verb
     from .recipes.seq2seq import load_text_to_text
 
-    _check_run(args.checkpoint, "generate")
+    check_run_verb(args.checkpoint, "generate")
     model, tok, start, end = load_text_to_text(args.checkpoint)
     if not args.prompt.strip():
         raise ValueError("the prompt is empty: give a text-to-text prompt such as \"translate toy: the cat sleeps .\"")
@@ -203,28 +203,11 @@ def _note(command: str, message) -> None:
         print(f"minipt {command}: note: {message}", file=sys.stderr)
 
 
-def _check_run(path, verb: str) -> None:
-    """Refuse, before anything else is read, a run whose model ``verb`` does not serve
-    (the registry entry's ``verbs``), read from its checkpoint or, for a counted n-gram, run.json."""
-    from .core.checkpoint import load_checkpoint
-    from .models import registry
-    from .recipes.char_lm import run_paths
-
-    out, ck_path = run_paths(path)
-    try:
-        name = load_checkpoint(ck_path).config.get("model") if ck_path.is_file() else \
-            json.loads((out / "run.json").read_text()).get("model")
-    except (OSError, ValueError, AttributeError):     # damaged or missing: the loader says so
-        return
-    if isinstance(name, str) and name in {e.name for e in registry.entries()}:
-        registry.check_verb(name, verb, out)
-
-
 def _load_run(path, verb: str):
     """(model, tokenizer) of a training run that ``verb`` serves."""
-    from .recipes.char_lm import load_trained
+    from .recipes.char_lm import check_run_verb, load_trained
 
-    _check_run(path, verb)
+    check_run_verb(path, verb)
     return load_trained(path)
 
 

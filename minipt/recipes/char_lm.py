@@ -224,6 +224,22 @@ def _report(entry, preset, run, tc, tok, val_ids, model, result, oracle, out: Pa
     return report
 
 
+def check_run_verb(path, verb: str) -> None:
+    """Refuse, before anything else is read, a run whose model ``verb`` does not serve
+    (the registry entry's ``verbs``), read from its checkpoint or, for a counted n-gram, run.json."""
+    from ..core.checkpoint import load_checkpoint
+    from ..models import registry
+
+    out, ck_path = run_paths(path)
+    try:
+        name = load_checkpoint(ck_path).config.get("model") if ck_path.is_file() else \
+            json.loads((out / "run.json").read_text()).get("model")
+    except (OSError, ValueError, AttributeError):     # damaged or missing: the loader says so
+        return
+    if isinstance(name, str) and name in {e.name for e in registry.entries()}:
+        registry.check_verb(name, verb, out)
+
+
 def load_trained(path):
     """The model (rebuilt from its spec through the registry) and tokenizer that a
     training run left: ``path`` is its ``--out`` folder or the ``checkpoint.npz`` in it.
