@@ -41,6 +41,7 @@ import numpy as np
 
 from . import per_dtype
 from .attention import _W, _exp_row, _key_mask, _seen
+
 ROWS = 16                                                 # query rows per tile
 KEYS = 64                                                 # keys per block
 

@@ -27,7 +27,6 @@ import numba
 import numpy as np
 
 from . import threads
-
 from .gelu import PART_MIN, _exp32
 
 _R2 = 1.0 / math.sqrt(2.0)
