@@ -118,14 +118,14 @@ budget.stated("the oracle loss of this validation text", oracle, "0.427")
 budget.stated("unigram entropy", unigram, "2.773")
 budget.stated("validation loss at step 150", val.get(150, np.nan), "1.742")
 budget.stated("validation loss at step 300", val.get(300, np.nan), "1.260")
-budget.stated("final validation loss", result.val_loss, "0.500")
+budget.stated("final validation loss", result.val_loss, "0.501")
 _ = budget.stated("gap to the oracle loss", result.val_loss - oracle, "0.074")
 
 # %% [markdown]
 # At the full budget the validation loss is already below the unigram entropy (2.773) after
 # 150 steps, at 1.742, but after 300 it is still 1.260, three times the oracle loss: a run
 # of a few hundred steps is still far from what the language allows.
-# Then attention learns to use the context, and after 1500 steps the loss is 0.500, 0.074
+# Then attention learns to use the context, and after 1500 steps the loss is 0.501, 0.074
 # nats above the oracle loss of this validation text, 0.427 (the best any model can do on
 # it: the language's own probability of the text, by the forward algorithm). The remaining gap is what 2 layers of
 # width 48 with 48 characters of context leave at this budget (exercise 4).
