@@ -110,8 +110,11 @@ def cmd_sample(args: argparse.Namespace) -> int:
                        np.random.default_rng(args.seed))
     for w in caught:
         _note("sample", w.message)
-    sep = "" if tok is None or args.prompt.endswith(tok.separator) else tok.separator
-    print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])) if tok is None else args.prompt + sep + tok.decode(new))
+    if tok is None:
+        print(" ".join(map(str, [*prompt.tolist(), *new.tolist()])))
+    else:
+        sep = "" if args.prompt.endswith(tok.separator) else tok.separator
+        print(args.prompt + sep + tok.decode(new))
     return 0
 
 

@@ -40,7 +40,7 @@ import numba
 import numpy as np
 
 from . import per_dtype
-from .attention import _W, _exp_row, _key_mask, _seen
+from .attention import _W, _exp_row, _key_mask, _mask_and_bias, _seen
 
 ROWS = 16                                                 # query rows per tile
 KEYS = 64                                                 # keys per block
@@ -107,10 +107,22 @@ def _rows_dots(out, x, mt, n):
             s31 += a3 * y1
             s32 += a3 * y2
             s33 += a3 * y3
-        out[0, d], out[0, d + 1], out[0, d + 2], out[0, d + 3] = out[0, d] + s00, out[0, d + 1] + s01, out[0, d + 2] + s02, out[0, d + 3] + s03
-        out[1, d], out[1, d + 1], out[1, d + 2], out[1, d + 3] = out[1, d] + s10, out[1, d + 1] + s11, out[1, d + 2] + s12, out[1, d + 3] + s13
-        out[2, d], out[2, d + 1], out[2, d + 2], out[2, d + 3] = out[2, d] + s20, out[2, d + 1] + s21, out[2, d + 2] + s22, out[2, d + 3] + s23
-        out[3, d], out[3, d + 1], out[3, d + 2], out[3, d + 3] = out[3, d] + s30, out[3, d + 1] + s31, out[3, d + 2] + s32, out[3, d + 3] + s33
+        out[0, d] += s00
+        out[0, d + 1] += s01
+        out[0, d + 2] += s02
+        out[0, d + 3] += s03
+        out[1, d] += s10
+        out[1, d + 1] += s11
+        out[1, d + 2] += s12
+        out[1, d + 3] += s13
+        out[2, d] += s20
+        out[2, d + 1] += s21
+        out[2, d + 2] += s22
+        out[2, d + 3] += s23
+        out[3, d] += s30
+        out[3, d + 1] += s31
+        out[3, d + 2] += s32
+        out[3, d + 3] += s33
     for d in range(D - D % 4, D):
         m = mt[d]
         for a in range(4):
@@ -313,11 +325,6 @@ _forward_jit = per_dtype(_forward, _forward_signature, parallel=True, cache=True
 _backward_jit = per_dtype(_backward, _backward_signature, parallel=True, cache=True)
 
 
-def _keys_mask(mask, S):
-    """None or a key mask (1 or B, S) -> a writable (1 or B, S) boolean array (all True for None)."""
-    return np.ones((1, S), dtype=bool) if mask is None else np.require(mask, requirements="W")
-
-
 def fused_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     """q (B,H,T,D), k, v (B,H,S,D), any strides; mask (1 or B, S) bool keys each batch row may
     attend to, or None; bias (1 or B, H, T, S) or None -> out (B,H,T,D), p (B,H,T,S) (zeros
@@ -325,17 +332,17 @@ def fused_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     B, H, T, D = q.shape
     out = np.empty((B, H, T, D), dtype=q.dtype)
     p = np.empty((B, H, T, k.shape[2]), dtype=q.dtype)
-    if bias is None:
-        bias = np.empty((0, 1, 1, 1), dtype=q.dtype)
-    _forward_jit(q.dtype)(q, k, v, float(scale), bool(causal), _keys_mask(mask, k.shape[2]), bias, out, p)
+    mask, bias = _mask_and_bias(mask, bias, k.shape[2], q.dtype)
+    _forward_jit(q.dtype)(q, k, v, float(scale), bool(causal), mask, bias, out, p)
     return out, p
 
 
-def fused_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=False):
+def fused_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=False, out=None):
     """dout (B,H,T,D), the forward's inputs and p -> dq (B,H,T,D), dk, dv (B,H,S,D) and, when
-    the forward had a bias, dbias (B,H,T,S) per batch row (else None)."""
-    dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
+    the forward had a bias, dbias (B,H,T,S) per batch row (else None). out: (dq, dk, dv)
+    arrays to write into (any strides), or None."""
+    dq, dk, dv = out if out is not None else (np.empty_like(q), np.empty_like(k), np.empty_like(v))
     dbias = np.empty(p.shape if bias else (0, 1, 1, 1), dtype=q.dtype)
-    _backward_jit(q.dtype)(dout, q, k, v, p, float(scale), bool(causal), _keys_mask(mask, k.shape[2]),
-                           dq, dk, dv, dbias)
+    mask = _mask_and_bias(mask, None, k.shape[2], q.dtype)[0]
+    _backward_jit(q.dtype)(dout, q, k, v, p, float(scale), bool(causal), mask, dq, dk, dv, dbias)
     return dq, dk, dv, dbias if bias else None

@@ -80,15 +80,9 @@ def _backward64(dy, x, dx):
 
 def gelu_forward(x: np.ndarray) -> np.ndarray:
     """x (N,) float32 or float64, C-contiguous -> y (N,) of the same dtype."""
-    y = np.empty_like(x)
-    f = _forward32 if x.dtype == np.float32 else _forward64
-    threads.in_parts(lambda sl: f(x[sl], y[sl]), x.shape[0], min_part=PART_MIN)
-    return y
+    return threads.elementwise(_forward32 if x.dtype == np.float32 else _forward64, x, min_part=PART_MIN)
 
 
 def gelu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     """dy, x (N,) -> dx (N,) of x's dtype."""
-    dx = np.empty_like(x)
-    f = _backward32 if x.dtype == np.float32 else _backward64
-    threads.in_parts(lambda sl: f(dy[sl], x[sl], dx[sl]), x.shape[0], min_part=PART_MIN)
-    return dx
+    return threads.elementwise(_backward32 if x.dtype == np.float32 else _backward64, dy, x, min_part=PART_MIN)

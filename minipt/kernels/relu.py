@@ -33,13 +33,9 @@ def _backward(dy, x, dx):
 
 def relu_forward(x: np.ndarray) -> np.ndarray:
     """x (N,) float32 or float64, C-contiguous -> y (N,) of the same dtype."""
-    y = np.empty_like(x)
-    threads.in_parts(lambda sl: _forward(x[sl], y[sl]), x.shape[0], min_part=PART_MIN)
-    return y
+    return threads.elementwise(_forward, x, min_part=PART_MIN)
 
 
 def relu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     """dy, x (N,) -> dx (N,) of x's dtype."""
-    dx = np.empty_like(x)
-    threads.in_parts(lambda sl: _backward(dy[sl], x[sl], dx[sl]), x.shape[0], min_part=PART_MIN)
-    return dx
+    return threads.elementwise(_backward, dy, x, min_part=PART_MIN)

@@ -276,3 +276,13 @@ def in_parts(work, n: int, min_part: int = 1) -> None:
     finally:
         for lib, count in zip(libs, saved):
             lib.set_num_threads(count)
+
+
+def elementwise(kernel, *arrays, min_part: int):
+    """out = a new array like the last of ``arrays`` (flat, C-contiguous), filled by
+    ``kernel(*pieces, out_piece)`` over the same slice of each, in parts on threads
+    (``in_parts``) of at least ``min_part`` elements."""
+    import numpy as np
+    out = np.empty_like(arrays[-1])
+    in_parts(lambda sl: kernel(*[a[sl] for a in arrays], out[sl]), out.shape[0], min_part)
+    return out

@@ -137,18 +137,12 @@ def attention_backward(dout, cache, out=None):
     """dout (B,H,T,D) -> dq (B,H,T,D), dk, dv (B,H,S,D), dbias (bias shape) or None. out:
     (dq, dk, dv) arrays to write the gradients into (any strides), or None for new ones."""
     path = cache.get("path")
-    if path == "blas":
-        dq, dk, dv, ds = kernels.get("blas_attention_backward")(
-            dout, cache["q"], cache["k"], cache["v"], cache["p"], cache["scale"], cache["causal"], cache["keys"],
-            cache["bias_shape"] is not None, out)                 # ds (B, H, T, S) unscaled, or None
-        return dq, dk, dv, bias_grad(ds, cache["bias_shape"])
     if path:
         dq, dk, dv, ds = kernels.get(f"{path}_attention_backward")(
             dout, cache["q"], cache["k"], cache["v"], cache["p"], cache["scale"], cache["causal"], cache["keys"],
-            cache["bias_shape"] is not None)
-        dbias = bias_grad(ds, cache["bias_shape"])
-    else:
-        dq, dk, dv, dbias = attention_backward_numpy(dout, cache)
+            cache["bias_shape"] is not None, out)                 # ds (B, H, T, S) unscaled, or None
+        return dq, dk, dv, bias_grad(ds, cache["bias_shape"])
+    dq, dk, dv, dbias = attention_backward_numpy(dout, cache)
     if out is None:
         return dq, dk, dv, dbias
     for dst, src in zip(out, (dq, dk, dv)):
