@@ -413,9 +413,9 @@ if budget.is_full():
     assert result.val_loss < floor
 
 # %% [markdown]
-# At the full budget (3000 steps) the masked-token accuracy on held-out stories is 0.501,
+# At the full budget (3000 steps) the masked-token accuracy on held-out stories is 0.500,
 # against 0.111 for always guessing the most frequent token (`.`), the validation loss is
-# 1.690 nats, and NSP reaches 0.732 on 600 held-out pairs (the majority label is 0.502).
+# 1.691 nats, and NSP reaches 0.728 on 600 held-out pairs (the majority label is 0.502).
 # The two tasks learn differently. Every masked token has evidence in its own
 # neighbourhood, so MLM improves from the first steps. The NSP cues are all *relations*
 # between A and B (the same domain? the same protagonist? the next place?): nothing in A
@@ -427,10 +427,10 @@ if budget.is_full():
 # lesson 16, starts from what such a task can be solved *by*.)
 
 # %% tags=["checks"]
-budget.stated("masked-token accuracy", found["mlm_accuracy"], "0.501")
+budget.stated("masked-token accuracy", found["mlm_accuracy"], "0.500")
 budget.stated("most-frequent-token baseline", found["mlm_baseline"], "0.111")
-budget.stated("validation loss", result.val_loss, "1.690")
-budget.stated("NSP accuracy", found["sentence_accuracy"], "0.732")
+budget.stated("validation loss", result.val_loss, "1.691")
+budget.stated("NSP accuracy", found["sentence_accuracy"], "0.728")
 budget.stated("majority label", found["sentence_majority"], "0.502")
 if budget.is_full():
     assert found["baseline_token"] == "." and found["sentence_pairs"] == 600
@@ -503,13 +503,13 @@ for who, text in (("king", king), ("queen", queen)):
 
 # %% tags=["checks"]
 if budget.is_full():
-    assert fills[king][:2] == fills[queen][:2] == ["the", "a"]
+    assert set(fills[king][:2]) == set(fills[queen][:2]) == {"the", "a"}   # near-level: their order is float rounding
     assert fills[place][0] in PLACES
     assert set(fills[prince]) <= set(STATES["verb_i"] + STATES["verb_r"])
 
 # %% [markdown]
 # At the full budget the model puts a determiner in the object slot, the commonest ones
-# first ("the" 0.37, "a" 0.36 after the king), but it has not learnt the agreement that
+# first ("a" 0.37, "the" 0.36 after the king), but it has not learnt the agreement that
 # the grammar builds in: "his" gets 0.13 after the king and 0.12 after the queen, whose
 # "her" gets 0.08. After "near the" its three best are places, level at 0.16. The
 # prince's gap shows the use of the right-hand context: its three best are verbs that take
@@ -517,8 +517,8 @@ if budget.is_full():
 # directly; a left-to-right model at that position could not know it.
 
 # %% tags=["checks"]
-budget.stated("p(the) after the king", probs[king]["the"], "0.37")
-budget.stated("p(a) after the king", probs[king]["a"], "0.36")
+budget.stated("p(the) after the king", probs[king]["the"], "0.36")
+budget.stated("p(a) after the king", probs[king]["a"], "0.37")
 budget.stated("p(his) after the king", probs[king]["his"], "0.13")
 budget.stated("p(his) after the queen", probs[queen]["his"], "0.12")
 budget.stated("p(her) after the queen", probs[queen]["her"], "0.08")

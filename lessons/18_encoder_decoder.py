@@ -439,18 +439,18 @@ print(f"after {early_steps} steps: exact match greedy {g_em:.3f}, beam 4 {b_em:.
       f"of {n_cmp}; the model prefers beam's output in {better}, greedy's in {worse}")
 
 # %% [markdown]
-# At the full budget, after 300 steps, greedy gets 0.170 of the 200 sentences exactly
-# right and beam search 0.165. The two differ on 11 sentences, and on every one of the 11
+# At the full budget, after 300 steps, greedy gets 0.190 of the 200 sentences exactly
+# right and beam search 0.190 too. The two differ on 9 sentences, and on every one of the 9
 # the model gives beam's output the higher score: the search does what it is meant to,
 # finding sequences the model prefers. Whether the model's preference is the right
-# translation is the model's business: here it was not, and beam got one sentence
-# fewer right than greedy.
+# translation is the model's business: here the two get the same exact-match score
+# (0.190).
 
 # %% tags=["checks"]
-budget.stated("early greedy exact match", g_em, "0.170")
-budget.stated("early beam exact match", b_em, "0.165")
-budget.stated("early outputs that differ", n_differ, "11")
-budget.stated("beam preferred", better, "11")
+budget.stated("early greedy exact match", g_em, "0.190")
+budget.stated("early beam exact match", b_em, "0.190")
+budget.stated("early outputs that differ", n_differ, "9")
+budget.stated("beam preferred", better, "9")
 budget.stated("greedy preferred", worse, "0")
 assert better >= worse
 

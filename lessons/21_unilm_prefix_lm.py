@@ -391,12 +391,12 @@ print(f"toy translation after {ft_steps} fine-tuning steps: exact match {ft['exa
       f"token accuracy {ft['token accuracy']:.3f} on {len(task.test)} test sentences")
 
 # %% [markdown]
-# At the full budget the fine-tuned model gets 0.64 of the target tokens right (at their
+# At the full budget the fine-tuned model gets 0.65 of the target tokens right (at their
 # positions) and 3 % of the 200 test translations exactly right, after 400 steps: most
 # words are learnt, whole sentences are not yet.
 
 # %% tags=["checks"]
-budget.stated("fine-tuned token accuracy", ft["token accuracy"], "0.64")
+budget.stated("fine-tuned token accuracy", ft["token accuracy"], "0.65")
 budget.stated("fine-tuned exact match", ft["exact match"], "0.03")
 assert ft["token accuracy"] > 0.1
 
