@@ -26,10 +26,7 @@ OpenBLAS's two threads it ran at 47 GF/s (QK^T at B 16, H 4, T 128, D 32), on on
 there are threads (``threads.in_parts``), and each part runs its products and its
 softmax on its own thread: NumPy's matmul and the ``nogil`` kernels below let go of
 Python's lock. Causal products stop at the keys a block of rows can see
-(``ROW_BLOCKS``), 5/8 of the full square. Within a part, batch rows and heads go in
-chunks whose scores fit the core's L2 (``CHUNK_BYTES``): in a step, where every layer's P
-is new memory, the forward at BERT L took 4.7 ms instead of 5.2 (the first and second
-chunkless calls there: 5.2 and 5.5 ms; alone, with P reused, 4.0). The timings against the fused kernel and torch
+(``ROW_BLOCKS``), 5/8 of the full square. The timings against the fused kernel and torch
 are in ``minipt.ops.attention``.
 """
 import numba
@@ -211,19 +208,6 @@ def _key_blocks(T, S, causal):
     return out
 
 
-CHUNK_BYTES = 1 << 19   # scores of at most this many bytes per pass: they stay in the core's L2
-
-
-def _chunks(b, H, T, S, itemsize):
-    """(batch row, its slice, a slice of heads) covering the batch rows of slice b: each
-    chunk's (T, S) scores of one or more heads fill at most CHUNK_BYTES, so the softmax and
-    the products after it read them from L2 instead of memory."""
-    per = max(1, min(H, CHUNK_BYTES // (T * S * itemsize)))
-    for bi in range(b.start, b.stop):
-        for h0 in range(0, H, per):
-            yield bi, slice(bi, bi + 1), slice(h0, min(H, h0 + per))
-
-
 def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     """q (B,H,T,D), k, v (B,H,S,D), any strides; mask (1 or B, S) bool keys each batch row may
     attend to, or None; bias (1 or B, H, T, S) or None -> out (B,H,T,D), p (B,H,T,S). out is
@@ -237,12 +221,11 @@ def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     blocks = _row_blocks(T, S, causal)
 
     def part(b):
-        for bi, bs, hs in _chunks(b, H, T, S, q.dtype.itemsize):
-            for r0, r1, n in blocks:                              # S = Q K^T
-                np.matmul(q[bs, hs, r0:r1], k[bs, hs, :n].swapaxes(-1, -2), out=p[bs, hs, r0:r1, :n])
-            softmax(p[bs, hs], float(scale), bool(causal), mask, bias[:, hs] if len(bias) else bias, bi)
-            for r0, r1, n in blocks:                              # O = P V
-                np.matmul(p[bs, hs, r0:r1, :n], v[bs, hs, :n], out=out[bs, hs, r0:r1])
+        for r0, r1, n in blocks:                                  # S = Q K^T
+            np.matmul(q[b, :, r0:r1], k[b, :, :n].swapaxes(-1, -2), out=p[b, :, r0:r1, :n])
+        softmax(p[b], float(scale), bool(causal), mask, bias, b.start)   # also zeros what no row sees
+        for r0, r1, n in blocks:                                  # O = P V
+            np.matmul(p[b, :, r0:r1, :n], v[b, :, :n], out=out[b, :, r0:r1])
     threads.in_parts(part, B)
     return out, p
 
@@ -262,16 +245,15 @@ def blas_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=Fal
     rows, keys = _row_blocks(T, S, causal), _key_blocks(T, S, causal)
 
     def part(b):
-        for bi, bs, hs in _chunks(b, H, T, S, q.dtype.itemsize):
-            for r0, r1, n in rows:                                # dP = dO V^T
-                np.matmul(dout[bs, hs, r0:r1], v[bs, hs, :n].swapaxes(-1, -2), out=ds[bs, hs, r0:r1, :n])
-            backward(ds[bs, hs], p[bs, hs], bool(causal), mask, bi)   # dS, zeros what no row sees
-            for r0, r1, n in rows:                                # dQ = dS K (scaled below)
-                np.matmul(ds[bs, hs, r0:r1, :n], k[bs, hs, :n], out=dq[bs, hs, r0:r1])
-            for c0, c1, r0 in keys:                               # dV = P^T dO, dK = dS^T Q
-                np.matmul(p[bs, hs, r0:, c0:c1].swapaxes(-1, -2), dout[bs, hs, r0:], out=dv[bs, hs, c0:c1])
-                np.matmul(ds[bs, hs, r0:, c0:c1].swapaxes(-1, -2), q[bs, hs, r0:], out=dk[bs, hs, c0:c1])
-            dq[bs, hs] *= sc
-            dk[bs, hs] *= sc
+        for r0, r1, n in rows:                                    # dP = dO V^T
+            np.matmul(dout[b, :, r0:r1], v[b, :, :n].swapaxes(-1, -2), out=ds[b, :, r0:r1, :n])
+        backward(ds[b], p[b], bool(causal), mask, b.start)        # dS, zeros what no row sees
+        for r0, r1, n in rows:                                    # dQ = dS K (scaled below)
+            np.matmul(ds[b, :, r0:r1, :n], k[b, :, :n], out=dq[b, :, r0:r1])
+        for c0, c1, r0 in keys:                                   # dV = P^T dO, dK = dS^T Q
+            np.matmul(p[b, :, r0:, c0:c1].swapaxes(-1, -2), dout[b, :, r0:], out=dv[b, :, c0:c1])
+            np.matmul(ds[b, :, r0:, c0:c1].swapaxes(-1, -2), q[b, :, r0:], out=dk[b, :, c0:c1])
+        dq[b] *= sc
+        dk[b] *= sc
     threads.in_parts(part, B)
     return dq, dk, dv, ds if bias else None

@@ -122,33 +122,6 @@ def test_padding_and_bias_match_the_numpy_twin(T, S, D, kind, causal, bshape, dt
             assert g.shape == w.shape and g.dtype == dtype and rel(g, w) <= TOL[dtype], name
 
 
-@pytest.mark.parametrize("kind,causal,bshape", CASES)
-def test_blas_path_in_chunks_of_one_head(kind, causal, bshape, monkeypatch):
-    """With chunks of one head (CHUNK_BYTES below one head's scores), each chunk's softmax
-    gets its own heads' bias and its batch row's mask: the same results as one chunk per
-    batch row, and the NumPy twin's."""
-    from minipt.kernels import attention as KA
-    B, H, T, S, D = 3, 3, 17, 17, 8
-    q, k, v, dout = qkv_views(B, H, T, S, D, np.float64, seed=6)
-    shape = {None: None, "HTS": (H, T, S), "1HTS": (1, H, T, S), "BHTS": (B, H, T, S)}[bshape]
-    mask, bias = padding_and_bias(kind, B, H, T, S, np.float64, shape)
-    assert len(list(KA._chunks(slice(0, B), H, T, S, 8))) == B                # default: one chunk per row
-    res = []
-    for chunk in (KA.CHUNK_BYTES, 1):
-        monkeypatch.setattr(KA, "CHUNK_BYTES", chunk)
-        out, cache = A.attention_forward(q, k, v, mask, causal=causal, bias=bias)
-        assert cache["path"] == "blas"
-        res.append((out, *A.attention_backward(dout, cache)))
-    assert len(list(KA._chunks(slice(0, B), H, T, S, 8))) == B * H
-    want, twin = A.attention_forward_numpy(q, k, v, mask, causal, bias, 0.0, None, True, 1 / math.sqrt(D))
-    for name, a, b, w in zip(("out", "dq", "dk", "dv", "dbias"), *res,
-                             (want, *A.attention_backward_numpy(dout, twin))):
-        if w is None:
-            assert a is None and b is None, name
-        else:
-            assert rel(b, a) <= 1e-14 and rel(b, w) <= TOL[np.float64], name
-
-
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("kind,causal,bshape", [("pad", False, "HTS"), ("holes", True, "1HTS")])
 def test_gradcheck_through_the_fast_paths(kind, causal, bshape, path, monkeypatch):
