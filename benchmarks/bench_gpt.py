@@ -115,15 +115,17 @@ def torch_step(torch, V, L, H, d, T, B):
     return step
 
 
-def measure(sizes, rounds, calls, torch, memory=True, profile_steps=0):
+def measure(sizes, rounds, calls, torch, memory=True, profile_steps=0, separate=False, busy=False):
     """One row per size: tokens/s of both sides, the pair ratios, MFU, memory, and with
-    ``profile_steps`` the per-part split of a step (parts.py)."""
+    ``profile_steps`` the per-part split of a step (parts.py); ``separate``: each side
+    timed in its own process (separate.py), ``busy``: beside busy load (the thread policy stays on)."""
     rows = []
     for name in sizes:
         V, L, H, d, T, B = SIZES[name]
         mp, model = minipt_step(V, L, H, d, T, B)
         ref = torch_step(torch, V, L, H, d, T, B) if torch else None
-        cmp, split = harness.training_pair(torch, mp, ref, B * T, rounds, calls, profile_steps, name)
+        cmp, split = harness.training_pair(torch, mp, ref, B * T, rounds, calls, profile_steps, name,
+                                           ("bench_gpt", SIZES[name], busy) if separate else None)
         peak, shape = harness.sgemm_peak(harness.gpt_projection_shapes(B * T, d))
         flops = harness.gpt_flops_per_token(weight_params(model), L, T, d)
         row = {"size": name, "config": dict(zip("V L H d T B".split(), SIZES[name])),
@@ -155,21 +157,22 @@ def print_rows(rows, title):
               f"{ratio:>19} {100 * r['minipt_mfu']:9.0f}% {tmfu} {r['sgemm_peak_gflops']:10.0f} {mem}")
 
 
-def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet=True, profile_steps=5):
+def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet=True, profile_steps=5,
+        separate=False):
     """All measurements as a dict (what run_all.py stores); prints the tables as it goes."""
     torch = harness.try_torch(2)
     print(f"torch {torch.__version__ if torch else 'not installed'}; float32; a training step "
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of "
-          f"{calls} steps per side; "
+          f"{calls} steps per side{', each side in its own process' if separate else ''}; "
           f"ratio > 1: minipt faster; MFU: 6N + 12 L T d FLOPs/token vs the sgemm peak measured "
           f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only; {harness.load_note()}", flush=True)
     out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads}
     if quiet or not busy:
-        out["quiet"] = measure(sizes, rounds, calls, torch, profile_steps=profile_steps)
+        out["quiet"] = measure(sizes, rounds, calls, torch, profile_steps=profile_steps, separate=separate)
         print_rows(out["quiet"], "no background load added (whatever else runs on the machine still does)")
     if busy:
         with harness.busy(busy, busy_threads):
-            out["busy"] = measure(sizes, rounds, calls, torch, memory=False)
+            out["busy"] = measure(sizes, rounds, calls, torch, memory=False, separate=separate, busy=True)
         print_rows(out["busy"], f"\nbusy: {busy} background BLAS process(es) of {busy_threads} thread(s) each")
         if out["quiet"]:
             print("slowdown (quiet tok/s / busy tok/s):")
@@ -194,6 +197,7 @@ def main() -> None:
     ap.add_argument("--busy-threads", type=int, default=1, choices=(1, 2),
                     help="BLAS threads of each busy process (1: one core each)")
     ap.add_argument("--busy-only", action="store_true", help="skip the quiet measurement")
+    ap.add_argument("--separate", action="store_true", help="time each side in its own process (separate.py)")
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
     sizes = args.sizes.split(",")
@@ -203,7 +207,7 @@ def main() -> None:
     if args.profile_steps < 0:
         ap.error(f"--profile-steps must be >= 0, got {args.profile_steps}")
     out = run(sizes, args.rounds, args.calls, args.busy, args.busy_threads, quiet=not args.busy_only,
-              profile_steps=args.profile_steps)
+              profile_steps=args.profile_steps, separate=args.separate)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))
 

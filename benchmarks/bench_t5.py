@@ -158,9 +158,9 @@ def torch_step(torch, V, L, H, d, S, B):
     return step
 
 
-def run(sizes=("S", "M", "L"), rounds=15, calls=3, profile_steps=5):
+def run(sizes=("S", "M", "L"), rounds=15, calls=3, profile_steps=5, separate=False):
     return harness.training_table("a T5 training step", SIZES, sizes, minipt_step, torch_step, tokens_per_step, "V L H d S B",
-                                  rounds, calls, profile_steps)
+                                  rounds, calls, profile_steps, "bench_t5" if separate else None)
 
 
 if __name__ == "__main__":

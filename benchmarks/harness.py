@@ -290,16 +290,25 @@ def fmt_rates(rates) -> str:
 
 
 def training_pair(torch, minipt_step, torch_step, tokens: int, rounds: int, calls: int, profile_steps: int = 0,
-                  title: str = "") -> tuple[Comparison, dict | None]:
+                  title: str = "", separate: tuple | None = None) -> tuple[Comparison, dict | None]:
     """One size of a training benchmark: both sides warmed up until their tokens/s stops
     rising (``warm_up``, each window printed), then ``alternate``; prints each round's
     tokens/s of each side, and with ``profile_steps`` the per-part table (parts.py).
-    Returns the Comparison and the parts (None without profiling)."""
+    ``separate`` = (benchmark module name, size tuple[, keep minipt's thread policy on]):
+    the timed rounds run each side in its own process instead (separate.py), the steps
+    given here serve the per-part table only. Returns the Comparison and the parts (None without profiling)."""
     import parts
     sides = {"minipt": minipt_step} if torch_step is None else {"minipt": minipt_step, "torch": torch_step}
-    for name, fn in sides.items():
-        print(f"  {title} warm-up {name} tok/s per window of 5 steps: {fmt_rates(warm_up(fn, tokens))}", flush=True)
-    cmp = alternate(minipt_step, torch_step, rounds=rounds, calls=calls, warmup=0)
+    if separate:
+        import separate as sep
+        times = sep.rounds(*separate[:2], tokens, tuple(sides), rounds, calls, title=title,
+                           policy=len(separate) > 2 and separate[2])
+        cmp = Comparison(times["minipt"], times.get("torch", []))
+    else:
+        for name, fn in sides.items():
+            print(f"  {title} warm-up {name} tok/s per window of 5 steps: {fmt_rates(warm_up(fn, tokens))}",
+                  flush=True)
+        cmp = alternate(minipt_step, torch_step, rounds=rounds, calls=calls, warmup=0)
     for name, times in (("minipt", cmp.a), ("torch", cmp.b)):
         if times:
             print(f"  {title} rounds {name} tok/s: {fmt_rates(tokens / t for t in times)}")
@@ -311,21 +320,24 @@ def training_pair(torch, minipt_step, torch_step, tokens: int, rounds: int, call
 
 
 def training_table(what: str, sizes: dict, names, minipt_step, torch_step, tokens_per_step, keys: str,
-                   rounds: int = 15, calls: int = 3, profile_steps: int = 5) -> dict:
+                   rounds: int = 15, calls: int = 3, profile_steps: int = 5, separate: str | None = None) -> dict:
     """A whole-model training benchmark (bench_bert, bench_t5): for each size name in
     ``names``, ``minipt_step(*sizes[name])`` and ``torch_step(torch, *sizes[name])`` make
     step closures, compared by ``training_pair``; prints tokens/s of each side and the
-    median per-round ratio; returns {"rows", "torch"}. ``keys`` names the size tuple's fields."""
+    median per-round ratio; returns {"rows", "torch"}. ``keys`` names the size tuple's fields;
+    ``separate``: the benchmark's module name, to time each side in its own process."""
     torch = try_torch(2)
     print(f"torch {torch.__version__ if torch else 'not installed: minipt measured alone'}; float32; {what} "
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of {calls} "
-          f"steps per side; ratio > 1: minipt faster; {load_note()}", flush=True)
+          f"steps per side{', each side in its own process' if separate else ''}; ratio > 1: minipt faster; "
+          f"{load_note()}", flush=True)
     rows = []
     for name in names:
         config = dict(zip(keys.split(), sizes[name]))
         tokens = tokens_per_step(config)
         ref = torch_step(torch, *sizes[name]) if torch else None
-        cmp, split = training_pair(torch, minipt_step(*sizes[name]), ref, tokens, rounds, calls, profile_steps, name)
+        cmp, split = training_pair(torch, minipt_step(*sizes[name]), ref, tokens, rounds, calls, profile_steps, name,
+                                   (separate, sizes[name]) if separate else None)
         row = {"size": name, "config": config, "minipt_tok_s": tokens / cmp.a_median}
         if ref:
             lo, hi = cmp.spread()
@@ -352,6 +364,7 @@ def training_main(doc: str, sizes: dict, run) -> None:
     ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
     ap.add_argument("--profile-steps", type=int, default=5, help="profiled steps per side for the per-part "
                     "table (0: no table)")
+    ap.add_argument("--separate", action="store_true", help="time each side in its own process (separate.py)")
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
     names = args.sizes.split(",")
@@ -360,6 +373,6 @@ def training_main(doc: str, sizes: dict, run) -> None:
             ap.error(f"--sizes: expected names from {sorted(sizes)}, got {s!r}")
     if args.profile_steps < 0:
         ap.error(f"--profile-steps must be >= 0, got {args.profile_steps}")
-    out = run(names, args.rounds, args.calls, args.profile_steps)
+    out = run(names, args.rounds, args.calls, args.profile_steps, separate=args.separate)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))

@@ -1,0 +1,42 @@
+"""benchmarks/separate.py: each side of a training benchmark timed in its own process."""
+import os
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+TINY = (32, 1, 2, 16, 8, 2)            # bench_gpt's V, L, H, d, T, B
+
+
+@pytest.fixture
+def separate(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import separate
+    return separate
+
+
+def test_rounds_time_each_side_in_its_own_process(separate, capsys):
+    times = separate.rounds("bench_gpt", TINY, 16.0, sides=("minipt",), rounds=3, calls=2, gap=0.0, title="tiny")
+    assert list(times) == ["minipt"] and len(times["minipt"]) == 3
+    assert all(0 < t < 5 for t in times["minipt"])                  # seconds per step of a tiny model
+    assert "tiny warm-up minipt (own process)" in capsys.readouterr().out
+
+
+def test_a_failing_side_is_reported_by_name(separate):
+    with pytest.raises(RuntimeError, match="the minipt process ended"):
+        separate.rounds("bench_gpt", (32, 1, 3, 16, 8, 2), 16.0, sides=("minipt",), rounds=1, calls=1)  # d % H != 0
+
+
+def test_the_minipt_side_gets_a_fixed_thread_count_unless_the_policy_is_asked_for(separate, monkeypatch):
+    monkeypatch.delenv("MINIPT_THREADS", raising=False)
+    seen = {}
+
+    class Popen:
+        def __init__(self, args, env, **kw):
+            seen[args[3]] = env.get("MINIPT_THREADS")
+    monkeypatch.setattr(separate.subprocess, "Popen", Popen)
+    separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=False)
+    separate._Child("bench_gpt", "torch", TINY, 1.0, policy=False)
+    assert seen == {"minipt": str(len(os.sched_getaffinity(0))), "torch": None}
+    separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=True)
+    assert seen["minipt"] is None
