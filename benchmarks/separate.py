@@ -37,7 +37,6 @@ def _serve(bench: str, side: str, config: list, units: float) -> None:
     "ready", then answer requests: "warm" -> the warm-up rates, n > 0 -> the median
     seconds of n steps, 0 -> exit."""
     import importlib
-    import statistics
     out = os.fdopen(os.dup(1), "w", buffering=1)
     sys.stdout = sys.stderr
     sys.path.insert(0, str(HERE))
@@ -54,12 +53,7 @@ def _serve(bench: str, side: str, config: list, units: float) -> None:
             continue
         if not msg:
             return
-        times = []
-        for _ in range(msg):
-            t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
-        out.write(json.dumps(statistics.median(times)) + "\n")
+        out.write(json.dumps(harness._time_calls(step, msg)) + "\n")
 
 
 class _Child:
