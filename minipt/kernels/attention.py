@@ -9,7 +9,7 @@ Forward, for batch rows b in a part:
 Backward, from the stored P:
     dV = P^T dO,  dP = dO V^T (BLAS),  dS = P (dP - sum_j dP P) (Numba),
     dQ = scale dS K,  dK = scale dS^T Q (BLAS);  dbias = dS per batch row
-The row helpers (``_seen``, ``_key_mask``, ``_row_max``, ``_exp_row``) serve the fused
+The row helpers (``_seen``, ``_key_mask``, ``_row_max``, ``_prepare_row``, ``_exp_sum``) serve the fused
 kernel too, so the two paths agree on every mask.
 
 Masks and bias (BERT's key padding, T5's relative position bias). A key mask (1 or B, S)
@@ -95,36 +95,39 @@ def _row_max(row, n):
 
 
 @numba.njit(cache=True, inline="always", fastmath=True)
-def _exp_row(row, n, holes, keep, sc):
-    """row[:n] <- exp(sc (row[:n] - max)) over the keys with keep = 1 (the others get 0),
-    row[n:] <- 0; returns 1 / the sum (0 when n is 0), by which the caller scales P and O.
-    sc > 0 is the scale of raw scores (1 for scores already scaled): no pass of its own."""
+def _prepare_row(row, n, holes, keep):
+    """Before the exponentials: row[:n] <- -1e30 at the masked keys (keep = 0), row[n:] <- 0."""
     zero = row.dtype.type(0.0)
     if holes:
         low = row.dtype.type(-1e30)                                  # finite: fastmath assumes no inf
         for j in range(n):
             row[j] = row[j] if keep[j] != zero else low
     row[n:] = zero
-    if n == 0:
-        return zero
-    m = _row_max(row, n)
-    total = zero
+
+
+@numba.njit(cache=True, inline="always", fastmath=True)
+def _exp_sum(row, n, holes, keep, sc, m):
+    """row[:n] <- exp(sc (row[:n] - m)) over the keys with keep = 1 (the others get 0);
+    returns the sum, 1 / which the caller scales P and O by. m is the row's max
+    (``_row_max``) and sc > 0 the scale of raw scores (1 for scores already scaled): no
+    pass of its own. The caller passes ``_row_max(row, n)`` itself: with that call nested
+    in here (an inlined helper inlining another), the loop ran 1.3x slower (B 4, H 6,
+    T 256; the same bits either way)."""
+    total = row.dtype.type(0.0)
     for j in range(n):
         e = _exp((row[j] - m) * sc)
         if holes:
             e *= keep[j]                                             # _exp32 stops at exp(-87), not 0
         row[j] = e
         total += e
-    return row.dtype.type(1.0) / total
-
-
+    return total
 
 
 def _softmax(s, sc, causal, mask, bias, b0):
     """s (B', H, T, S) raw scores of batch rows b0 .. b0 + B' - 1, overwritten with P; mask
     (1 or B, S) keys each batch row may attend to; bias (1 or B, H, T, S) or 0 rows."""
     Bp, H, T, S = s.shape
-    one = s.dtype.type(1.0)
+    one, zero = s.dtype.type(1.0), s.dtype.type(0.0)
     for bb in range(Bp):
         b = b0 + bb
         span, holes, keep = _key_mask(mask, b, S, S, s.dtype)
@@ -138,7 +141,8 @@ def _softmax(s, sc, causal, mask, bias, b0):
                     for j in range(n):
                         row[j] = row[j] * sc + bi[j]
                     scale = one
-                c = _exp_row(row, n, holes, keep, scale)          # exp(scale (row - max)), 0 past n
+                _prepare_row(row, n, holes, keep)                 # exp(scale (row - max)), 0 past n
+                c = one / _exp_sum(row, n, holes, keep, scale, _row_max(row, n)) if n else zero
                 for j in range(n):
                     row[j] *= c
 

@@ -40,7 +40,15 @@ import numba
 import numpy as np
 
 from . import per_dtype
-from .attention import _W, _exp_row, _key_mask, _mask_and_bias, _seen
+from .attention import (
+    _W,
+    _exp_sum,
+    _key_mask,
+    _mask_and_bias,
+    _prepare_row,
+    _row_max,
+    _seen,
+)
 
 ROWS = 16                                                 # query rows per tile
 KEYS = 64                                                 # keys per block
@@ -225,7 +233,9 @@ def _forward_head(q, k, v, sc, causal, mask, bias, out, p, b, h):
                 bi = bias[b if bias.shape[0] > 1 else 0, h, i]
                 for j in range(n):
                     rows[i - i0, j] += bi[j]
-            inv[i - i0] = _exp_row(rows[i - i0], n, holes, keep, one)          # E = exp(S - max)
+            row = rows[i - i0]
+            _prepare_row(row, n, holes, keep)                                  # E = exp(S - max)
+            inv[i - i0] = one / _exp_sum(row, n, holes, keep, one, _row_max(row, n)) if n else zero
         o[:] = zero
         _tile_dots(o, rows, vt, i0, i1, S, T, causal, span)                  # O = E V
         for i in range(i0, i1):                                   # P = E / sum, O = E V / sum
