@@ -163,7 +163,7 @@ def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet
     torch = harness.try_torch(2)
     print(f"torch {torch.__version__ if torch else 'not installed'}; float32; a training step "
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of "
-          f"{calls} steps per side{', each side in its own process' if separate else ''}; "
+          f"{calls} steps per side{', each side in its own process' if separate else ''}{harness.threads_note()}; "
           f"ratio > 1: minipt faster; MFU: 6N + 12 L T d FLOPs/token vs the sgemm peak measured "
           f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only; {harness.load_note()}", flush=True)
     out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads}
@@ -198,8 +198,11 @@ def main() -> None:
                     help="BLAS threads of each busy process (1: one core each)")
     ap.add_argument("--busy-only", action="store_true", help="skip the quiet measurement")
     ap.add_argument("--separate", action="store_true", help="time each side in its own process (separate.py)")
+    ap.add_argument("--threads", type=int, default=0, help="both sides on this many threads (0: torch on 2, "
+                    "minipt's thread policy)")
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
+    harness.set_bench_threads(args.threads)
     sizes = args.sizes.split(",")
     for s in sizes:
         if s not in SIZES:

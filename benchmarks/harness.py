@@ -222,14 +222,50 @@ def busy(n: int, threads: int = 1, seconds: float = 900.0):
 
 
 # -- optional references --------------------------------------------------------------------
+# --threads N of the training benchmarks: both sides on N threads (torch's intra-op pool,
+# minipt's BLAS and Numba pools fixed), so a per-part table on one thread shows each
+# side's kernels apart from how they use two cores. 0: torch on 2, minipt's policy.
+THREADS_ENV = "MINIPT_BENCH_THREADS"
+
+
+def bench_threads() -> int:
+    """The --threads count in force (0: not set)."""
+    return int(os.environ.get(THREADS_ENV, "0"))
+
+
+def set_bench_threads(n: int) -> None:
+    """Set --threads for this process and the ones it starts (separate.py)."""
+    if n < 0:
+        raise ValueError(f"--threads must be >= 0, got {n}")
+    os.environ[THREADS_ENV] = str(n)
+
+
+@contextmanager
+def minipt_threads():
+    """minipt's pools fixed at --threads inside the block; its thread policy when unset."""
+    n = bench_threads()
+    if not n:
+        yield
+        return
+    from minipt.kernels import threads
+    with threads.limit(blas=n, numba=n):
+        yield
+
+
 def try_torch(threads: int = 2):
-    """torch if it imports (set to ``threads`` threads), else None: it is optional."""
+    """torch if it imports (set to ``threads`` threads, or --threads), else None: it is optional."""
     try:
         import torch
     except ImportError:
         return None
-    torch.set_num_threads(threads)
+    torch.set_num_threads(bench_threads() or threads)
     return torch
+
+
+def threads_note() -> str:
+    """", N thread(s) per side" under --threads, else ""."""
+    n = bench_threads()
+    return f", {n} thread{'s' if n > 1 else ''} per side" if n else ""
 
 
 def load_note() -> str:
@@ -297,6 +333,11 @@ def training_pair(torch, minipt_step, torch_step, tokens: int, rounds: int, call
     ``separate`` = (benchmark module name, size tuple[, keep minipt's thread policy on]):
     the timed rounds run each side in its own process instead (separate.py), the steps
     given here serve the per-part table only. Returns the Comparison and the parts (None without profiling)."""
+    with minipt_threads():
+        return _training_pair(torch, minipt_step, torch_step, tokens, rounds, calls, profile_steps, title, separate)
+
+
+def _training_pair(torch, minipt_step, torch_step, tokens, rounds, calls, profile_steps, title, separate):
     import parts
     sides = {"minipt": minipt_step} if torch_step is None else {"minipt": minipt_step, "torch": torch_step}
     if separate:
@@ -329,7 +370,8 @@ def training_table(what: str, sizes: dict, names, minipt_step, torch_step, token
     torch = try_torch(2)
     print(f"torch {torch.__version__ if torch else 'not installed: minipt measured alone'}; float32; {what} "
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of {calls} "
-          f"steps per side{', each side in its own process' if separate else ''}; ratio > 1: minipt faster; "
+          f"steps per side{', each side in its own process' if separate else ''}{threads_note()}; "
+          f"ratio > 1: minipt faster; "
           f"{load_note()}", flush=True)
     rows = []
     for name in names:
@@ -365,8 +407,11 @@ def training_main(doc: str, sizes: dict, run) -> None:
     ap.add_argument("--profile-steps", type=int, default=5, help="profiled steps per side for the per-part "
                     "table (0: no table)")
     ap.add_argument("--separate", action="store_true", help="time each side in its own process (separate.py)")
+    ap.add_argument("--threads", type=int, default=0, help="both sides on this many threads (0: torch on 2, "
+                    "minipt's thread policy)")
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
+    set_bench_threads(args.threads)
     names = args.sizes.split(",")
     for s in names:
         if s not in sizes:

@@ -8,8 +8,8 @@ a separate torch process instead. Here each side is a fresh Python process (this
 run as a script) that builds its step, waits until both are built, warms up on its own
 and then runs ``calls`` steps at each request; the parent alternates the requests,
 A B A B ..., so the load of the machine still hits both alike. The minipt process runs
-with ``MINIPT_THREADS`` set to the CPUs it may use (unless set by hand, or ``policy`` is
-asked for, as beside ``--busy`` load): minipt's thread policy counts the CPU time of
+with ``MINIPT_THREADS`` set to the CPUs it may use, or to ``--threads`` (unless set by
+hand, or ``policy`` is asked for, as beside ``--busy`` load): minipt's thread policy counts the CPU time of
 other processes over its last half second, and in alternating rounds that is the torch
 process's round, which is over before minipt's starts; it would take it for a busy
 machine and run on one thread. The torch process imports
@@ -59,9 +59,10 @@ def _serve(bench: str, side: str, config: list, units: float) -> None:
 class _Child:
     def __init__(self, bench: str, side: str, config: tuple, units: float, policy: bool):
         self.side = side
-        env = dict(os.environ)
-        if side == "minipt" and not policy:
-            env.setdefault("MINIPT_THREADS", str(len(os.sched_getaffinity(0))))
+        env = dict(os.environ)                                            # --threads reaches both sides
+        fixed = int(env.get("MINIPT_BENCH_THREADS", "0")) or (0 if policy else len(os.sched_getaffinity(0)))
+        if side == "minipt" and fixed:
+            env.setdefault("MINIPT_THREADS", str(fixed))
         self.proc = subprocess.Popen([sys.executable, __file__, bench, side, json.dumps(list(config)), str(units)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
 

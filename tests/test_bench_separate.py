@@ -40,3 +40,24 @@ def test_the_minipt_side_gets_a_fixed_thread_count_unless_the_policy_is_asked_fo
     assert seen == {"minipt": str(len(os.sched_getaffinity(0))), "torch": None}
     separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=True)
     assert seen["minipt"] is None
+
+
+def test_threads_option_reaches_both_sides(separate, monkeypatch):
+    import harness
+
+    from minipt.kernels import threads
+    monkeypatch.delenv("MINIPT_THREADS", raising=False)
+    monkeypatch.setenv(harness.THREADS_ENV, "1")
+    seen = {}
+
+    class Popen:
+        def __init__(self, args, env, **kw):
+            seen[args[3]] = (env.get("MINIPT_THREADS"), env.get(harness.THREADS_ENV))
+    monkeypatch.setattr(separate.subprocess, "Popen", Popen)
+    separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=True)
+    separate._Child("bench_gpt", "torch", TINY, 1.0, policy=True)
+    assert seen == {"minipt": ("1", "1"), "torch": (None, "1")}
+    with harness.minipt_threads():                              # the one-process mode
+        import numba
+        assert threads.blas_threads() == 1 and numba.get_num_threads() == 1
+    assert harness.threads_note() == ", 1 thread per side"
