@@ -43,7 +43,7 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, ignore_index:
     rows = kernels.get("cross_entropy_rows") if logits.dtype == np.float32 else None
     if rows:
         z = np.ascontiguousarray(z)
-        nll, state = rows(z, tk, float(label_smoothing))         # (N,) float64, lse (N,)
+        nll, state = rows(z, tk, keep, float(label_smoothing))   # (N,) float64, lse (N,)
     else:
         nll, state = _rows_numpy(z, tk, label_smoothing)         # (N,), logp (N, V)
     loss = np.asarray((nll * keep).sum() / max(count, 1), dtype=logits.dtype)

@@ -20,7 +20,7 @@ def test_rows_match_twins(N, V, eps, dtype):
     z = (r.standard_normal((N, V)) * 4).astype(dtype)
     t = r.integers(0, V, N)
     w = r.random(N)
-    nll, lse = kernels.get("cross_entropy_rows")(z, t, eps)
+    nll, lse = kernels.get("cross_entropy_rows")(z, t, np.ones(N, bool), eps)
     want, logp = C._rows_numpy(z, t, eps)
     assert lse.dtype == dtype and np.abs(nll - want).max() <= TOL[dtype] * max(1.0, np.abs(want).max())
     assert np.abs(lse - (z - logp)[:, 0]).max() <= TOL[dtype] * max(1.0, np.abs(lse).max())
@@ -34,3 +34,26 @@ def test_a_non_finite_logit_gives_a_nan_loss(bad):
     z[1, 2, 4] = bad
     loss, _ = C.cross_entropy_forward(z, np.zeros((2, 3), np.int64))
     assert np.isnan(loss)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_skipped_rows_cost_nothing_and_leave_the_kept_rows_as_they_were(dtype):
+    """Rows with keep False (ignore_index) get nll 0 and, with weight 0, a zero gradient row;
+    the kept rows' nll, lse and gradient are the same bits as with every row kept."""
+    r = np.random.default_rng(3)
+    N, V = 12, 37
+    z = (r.standard_normal((N, V)) * 4).astype(dtype)
+    t = r.integers(0, V, N)
+    keep = r.random(N) < 0.4
+    keep[0], keep[1] = True, False
+    w = keep * 0.5
+    rows, back = kernels.get("cross_entropy_rows"), kernels.get("cross_entropy_rows_backward")
+    nll_all, lse_all = rows(z, t, np.ones(N, bool), 0.1)
+    nll, lse = rows(z, t, keep, 0.1)
+    assert np.array_equal(nll[keep], nll_all[keep]) and np.array_equal(lse[keep], lse_all[keep])
+    assert not nll[~keep].any()
+    dz = back(z, t, lse, w, 0.1)
+    assert np.array_equal(dz[keep], back(z, t, lse_all, w, 0.1)[keep]) and not dz[~keep].any()
+    loss, cache = C.cross_entropy_forward(z, np.where(keep, t, -100), label_smoothing=0.1)    # the op
+    want = nll_all[keep].sum() / keep.sum()                     # float64 runs the twin: equal to 1e-12
+    assert loss == np.asarray(want, dtype=dtype) if dtype == np.float32 else abs(loss - want) <= 1e-12 * want
