@@ -9,8 +9,9 @@ skipped: nll 0, and a zero gradient row without its exponentials):
 Only lse (N,) is kept between the two: the twin keeps logp (N, V), a second array as large
 as the logits, and makes four passes over it. float32 uses the vectorisable ``_exp32``,
 float64 ``np.exp``; the row sums are float64. ``fastmath`` is limited to reassociation and
-FMA contraction, so NaN and inf keep their meaning: a row with a non-finite logit gets a
-NaN loss, as in the twin (``_exp32`` clamps its argument, so the check is explicit).
+FMA contraction, so NaN and inf keep their meaning: a kept row with a non-finite logit gets
+a NaN loss, as in the twin (``_exp32`` clamps its argument, so the check is explicit); a
+skipped row's logits are not read (the twin's 0-weighted NaN would still reach its sum).
 """
 import numba
 import numpy as np
