@@ -108,7 +108,7 @@ def _prepare_row(row, n, holes, keep):
 @numba.njit(cache=True, inline="always", fastmath=True)
 def _exp_sum(row, n, holes, keep, sc, m):
     """row[:n] <- exp(sc (row[:n] - m)) over the keys with keep = 1 (the others get 0);
-    returns the sum, 1 / which the caller scales P and O by. m is the row's max
+    returns the sum (the caller scales P and O by its inverse). m is the row's max
     (``_row_max``) and sc > 0 the scale of raw scores (1 for scores already scaled): no
     pass of its own. The caller passes ``_row_max(row, n)`` itself: with that call nested
     in here (an inlined helper inlining another), the loop ran 1.3x slower (B 4, H 6,
@@ -141,8 +141,8 @@ def _softmax(s, sc, causal, mask, bias, b0):
                     for j in range(n):
                         row[j] = row[j] * sc + bi[j]
                     scale = one
-                _prepare_row(row, n, holes, keep)                 # exp(scale (row - max)), 0 past n
-                c = one / _exp_sum(row, n, holes, keep, scale, _row_max(row, n)) if n else zero
+                _prepare_row(row, n, holes, keep)                 # masked keys low, 0 past n
+                c = one / _exp_sum(row, n, holes, keep, scale, _row_max(row, n)) if n else zero   # exp(scale (row - max))
                 for j in range(n):
                     row[j] *= c
 
