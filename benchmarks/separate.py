@@ -59,8 +59,9 @@ def _serve(bench: str, side: str, config: list, units: float) -> None:
 class _Child:
     def __init__(self, bench: str, side: str, config: tuple, units: float, policy: bool):
         self.side = side
+        import harness
         env = dict(os.environ)                                            # --threads reaches both sides
-        fixed = int(env.get("MINIPT_BENCH_THREADS", "0")) or (0 if policy else len(os.sched_getaffinity(0)))
+        fixed = harness.bench_threads() or (0 if policy else len(os.sched_getaffinity(0)))
         if side == "minipt" and fixed:
             env.setdefault("MINIPT_THREADS", str(fixed))
         self.proc = subprocess.Popen([sys.executable, __file__, bench, side, json.dumps(list(config)), str(units)],

@@ -27,36 +27,36 @@ def test_a_failing_side_is_reported_by_name(separate):
         separate.rounds("bench_gpt", (32, 1, 3, 16, 8, 2), 16.0, sides=("minipt",), rounds=1, calls=1)  # d % H != 0
 
 
-def test_the_minipt_side_gets_a_fixed_thread_count_unless_the_policy_is_asked_for(separate, monkeypatch):
+@pytest.fixture
+def child_envs(separate, monkeypatch):
+    """side -> (MINIPT_THREADS, --threads) of the environment each child process would get."""
     monkeypatch.delenv("MINIPT_THREADS", raising=False)
+    monkeypatch.delenv("MINIPT_BENCH_THREADS", raising=False)
     seen = {}
 
     class Popen:
         def __init__(self, args, env, **kw):
-            seen[args[3]] = env.get("MINIPT_THREADS")
+            seen[args[3]] = (env.get("MINIPT_THREADS"), env.get("MINIPT_BENCH_THREADS"))
     monkeypatch.setattr(separate.subprocess, "Popen", Popen)
+    return seen
+
+
+def test_the_minipt_side_gets_a_fixed_thread_count_unless_the_policy_is_asked_for(separate, child_envs):
     separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=False)
     separate._Child("bench_gpt", "torch", TINY, 1.0, policy=False)
-    assert seen == {"minipt": str(len(os.sched_getaffinity(0))), "torch": None}
+    assert child_envs == {"minipt": (str(len(os.sched_getaffinity(0))), None), "torch": (None, None)}
     separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=True)
-    assert seen["minipt"] is None
+    assert child_envs["minipt"] == (None, None)
 
 
-def test_threads_option_reaches_both_sides(separate, monkeypatch):
+def test_threads_option_reaches_both_sides(separate, child_envs, monkeypatch):
     import harness
 
     from minipt.kernels import threads
-    monkeypatch.delenv("MINIPT_THREADS", raising=False)
     monkeypatch.setenv(harness.THREADS_ENV, "1")
-    seen = {}
-
-    class Popen:
-        def __init__(self, args, env, **kw):
-            seen[args[3]] = (env.get("MINIPT_THREADS"), env.get(harness.THREADS_ENV))
-    monkeypatch.setattr(separate.subprocess, "Popen", Popen)
     separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=True)
     separate._Child("bench_gpt", "torch", TINY, 1.0, policy=True)
-    assert seen == {"minipt": ("1", "1"), "torch": (None, "1")}
+    assert child_envs == {"minipt": ("1", "1"), "torch": (None, "1")}
     with harness.minipt_threads():                              # the one-process mode
         import numba
         assert threads.blas_threads() == 1 and numba.get_num_threads() == 1
