@@ -200,9 +200,11 @@ def main() -> None:
     ap.add_argument("--separate", action="store_true", help="time each side in its own process (separate.py)")
     ap.add_argument("--threads", type=int, default=0, help="both sides on this many threads (0: torch on 2, "
                     "minipt's thread policy)")
+    harness.add_batch_parts_option(ap)
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
     harness.set_bench_threads(args.threads)
+    harness.set_batch_parts(args.batch_parts)
     sizes = args.sizes.split(",")
     for s in sizes:
         if s not in SIZES:

@@ -263,9 +263,31 @@ def try_torch(threads: int = 2):
 
 
 def threads_note() -> str:
-    """", N thread(s) per side" under --threads, else ""."""
-    n = bench_threads()
-    return f", {n} thread{'s' if n > 1 else ''} per side" if n else ""
+    """", N thread(s) per side" under --threads, else "", then minipt's batch parts."""
+    from minipt.nn.batch_parts import batch_parts
+    n, parts = bench_threads(), batch_parts()
+    return (f", {n} thread{'s' if n > 1 else ''} per side" if n else "") + \
+        (f", minipt's stacks in {parts} batch parts" if parts > 1 else ", minipt's stacks whole")
+
+
+# --batch-parts N: minipt's Transformer stacks cut the batch into N parts side by side on
+# threads (minipt/nn/batch_parts.py), through MINIPT_BATCH_PARTS so that separate.py's
+# processes see it too.
+BATCH_PARTS_DEFAULT = 2
+
+
+def add_batch_parts_option(ap) -> None:
+    ap.add_argument("--batch-parts", type=int, default=BATCH_PARTS_DEFAULT,
+                    help="minipt's stacks cut the batch into this many parts on threads (1: whole; "
+                    f"default {BATCH_PARTS_DEFAULT})")
+
+
+def set_batch_parts(n: int) -> None:
+    """Set --batch-parts for this process and the ones it starts."""
+    from minipt.nn.batch_parts import PARTS_ENV
+    if n < 1:
+        raise ValueError(f"--batch-parts must be >= 1, got {n}")
+    os.environ[PARTS_ENV] = str(n)
 
 
 def load_note() -> str:
@@ -409,9 +431,11 @@ def training_main(doc: str, sizes: dict, run) -> None:
     ap.add_argument("--separate", action="store_true", help="time each side in its own process (separate.py)")
     ap.add_argument("--threads", type=int, default=0, help="both sides on this many threads (0: torch on 2, "
                     "minipt's thread policy)")
+    add_batch_parts_option(ap)
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
     set_bench_threads(args.threads)
+    set_batch_parts(args.batch_parts)
     names = args.sizes.split(",")
     for s in names:
         if s not in sizes:

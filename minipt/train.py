@@ -30,6 +30,7 @@ from . import kernels
 from .core.checkpoint import load_checkpoint, save_checkpoint
 from .core.checks import check_positive_int
 from .core.module import Module, eval_mode
+from .nn.batch_parts import PARTS_ENV, batch_parts
 from .optim import AdamW, clip_grad_norm
 from .optim.schedules import warmup_cosine
 from .progress import compile_note, progress_bar
@@ -150,6 +151,11 @@ def _resume_state(ckpt_path: Path, metrics_path: Path | None, model: Module, opt
             and isinstance(extra.get("model_rngs"), dict)):
         raise ValueError(f"{ckpt_path} was not saved by the training loop (it has no step and random-generator "
                          "states): it cannot be resumed")
+    parts, had = batch_parts(), extra.get("batch_parts", 1)      # checkpoints from before the setting: whole
+    if had != parts:
+        raise ValueError(f"{ckpt_path} was trained with the Transformer stacks' batch in {had} part(s), and "
+                         f"{PARTS_ENV} asks for {parts} now: the parts change float rounding, so the resumed steps "
+                         f"would not repeat the run's; resume with {PARTS_ENV}={had} (minipt train --batch-parts {had})")
     try:
         ck.restore(model, opt)
     except (ValueError, KeyError, TypeError) as e:
@@ -225,7 +231,7 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
     def save() -> Path | None:
         if not ckpt_path:
             return None
-        state = {**(extra or {}), "step": step, "data_rng": data_rng.bit_generator.state,
+        state = {**(extra or {}), "step": step, "batch_parts": batch_parts(), "data_rng": data_rng.bit_generator.state,
                  "model_rngs": {n: g.bit_generator.state for n, g in model.generators()},
                  "train_config": {k: v for k, v in asdict(config).items()}}
         save_checkpoint(ckpt_path, model, config=model_config or {}, optimizer=opt, extra=state)

@@ -60,4 +60,21 @@ def test_threads_option_reaches_both_sides(separate, child_envs, monkeypatch):
     with harness.minipt_threads():                              # the one-process mode
         import numba
         assert threads.blas_threads() == 1 and numba.get_num_threads() == 1
-    assert harness.threads_note() == ", 1 thread per side"
+    monkeypatch.delenv("MINIPT_BATCH_PARTS", raising=False)
+    assert harness.threads_note() == ", 1 thread per side, minipt's stacks whole"
+
+
+def test_batch_parts_option_reaches_the_minipt_process(separate, monkeypatch):
+    import harness
+    monkeypatch.setenv("MINIPT_BATCH_PARTS", "1")                # restored after the test
+    seen = {}
+
+    class Popen:
+        def __init__(self, args, env, **kw):
+            seen[args[3]] = env.get("MINIPT_BATCH_PARTS")
+    monkeypatch.setattr(separate.subprocess, "Popen", Popen)
+    harness.set_batch_parts(2)
+    separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=False)
+    assert seen == {"minipt": "2"} and harness.threads_note() == ", minipt's stacks in 2 batch parts"
+    with pytest.raises(ValueError, match="--batch-parts must be >= 1"):
+        harness.set_batch_parts(0)

@@ -188,11 +188,34 @@ def test_export_overwrite_replaces_only_export_files(tiny, tmp_path, capsys, mon
     assert tmp_path.is_dir() and snapshot(out) == before
 
 
+def test_batch_parts_reach_the_run_and_its_resume_command(tiny, monkeypatch, tmp_path, capsys):
+    """--batch-parts N cuts the stacks' batch (minipt.nn.batch_parts); a run remembers it, its
+    resume command asks for it, and a resume without it is refused before any file changes."""
+    from minipt.nn.batch_parts import set_batch_parts
+    monkeypatch.setattr("minipt.nn.batch_parts._setting", {"parts": None})   # the CLI sets it for the process
+    full = run(tmp_path, "--steps", "10", "--batch-parts", "2", name="full")
+    assert load_checkpoint(full / "checkpoint.npz").extra["batch_parts"] == 2
+    real = interrupt_at(monkeypatch, 3)
+    out = tmp_path / "part"
+    assert main(["train", "gpt", "--steps", "10", "--out", str(out), "--batch-parts", "2"]) == 130
+    command = capsys.readouterr().out.split("continue with `")[1].split("`")[0]
+    assert command.endswith("--resume --batch-parts 2")
+    monkeypatch.setattr(char_lm, "train", real)
+    set_batch_parts(None)
+    before = snapshot(out)
+    assert main(["train", "gpt", "--out", str(out), "--resume"]) == 2
+    assert "MINIPT_BATCH_PARTS=2" in capsys.readouterr().err and snapshot(out) == before
+    assert main(shlex.split(command)[1:]) == 0
+    losses = lambda p: [r["loss"] for r in map(json.loads, (p / "metrics.jsonl").read_text().splitlines())]
+    assert losses(out) == losses(full)
+
+
 @pytest.mark.parametrize("argv,flag", [
     (["train", "gpt", "--steps", "0"], "--steps"),
     (["train", "gpt", "--steps", "-3"], "--steps"),
     (["train", "gpt", "--seed", "-1"], "--seed"),
     (["train", "gpt", "--steps", "x"], "--steps"),
+    (["train", "gpt", "--batch-parts", "0"], "--batch-parts"),
     (["sample", "--max-new-tokens", "0"], "--max-new-tokens"),
     (["sample", "--top-p", "1.5"], "--top-p"),
     (["sample", "--top-k", "0"], "--top-k"),

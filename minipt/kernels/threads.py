@@ -232,7 +232,7 @@ def policy():
     yield
 
 
-def _pool():
+def pool():
     """The worker threads of ``in_parts``, made on first use (none survive a fork: a child
     makes its own)."""
     if _state["pool"] is None:
@@ -265,7 +265,7 @@ def in_parts(work, n: int, min_part: int = 1) -> None:
     for lib in libs:
         lib.set_num_threads(1)
     try:
-        futures = [_pool().submit(work, sl) for sl in slices[1:]]
+        futures = [pool().submit(work, sl) for sl in slices[1:]]
         try:
             work(slices[0])
         finally:

@@ -27,8 +27,10 @@ import numpy as np
 
 from ..core.checks import check_positive_int
 from ..core.module import Module
-from . import masks
+from . import batch_parts, masks
+from .attention import MultiHeadAttention
 from .block import BlockGrads, TransformerBlock, make_norm
+from .dropout import Dropout
 
 LayerMasks = Sequence[np.ndarray | None] | Callable[[int, int, int], np.ndarray | None] | None
 
@@ -52,6 +54,10 @@ class TransformerStack(Module):
         else:
             self.ln_f = None
         self._cached = False
+        self._replicas: dict[int, batch_parts.Replicas] = {}   # parts -> replicas of parts 1..; not children
+        self._drawers = None                  # name -> Dropout or attention module, on first use (a dict:
+                                              # not children)
+        self._split = None                    # the last forward's parts: (slices, replicas, batched bias, memory)
 
     SHARE_MODES = {"all": "", "attention": "attn", "ffn": "mlp"}   # mode -> module-name prefix shared
 
@@ -98,11 +104,18 @@ class TransformerStack(Module):
             raise ValueError(f"cache has {len(cache)} layer slots for {self.n_layers} layers")
         if memory is not None and not self.has_cross:
             raise ValueError("this stack has no cross-attention; build it with cross_attention=True to pass memory")
-        self._cached = cache is not None
+        self._cached, self._split = cache is not None, None
+        parts = self._parts(x.shape[0], cache, layer_masks)
+        kw = dict(mask=mask, causal=causal, attn_bias=attn_bias, positions=positions, memory_mask=memory_mask,
+                  cross_bias=cross_bias, layer_masks=layer_masks)
+        if parts > 1:
+            return self._forward_parts(parts, x, memory, **kw)
+        return self._forward_blocks(x, memory, cache=cache, **kw)
+
+    def _forward_blocks(self, x, memory, *, mask, layer_masks, cache=None, **kw) -> np.ndarray:
+        """The blocks (and the final norm) in turn on the whole of x (B, T, C)."""
         T = x.shape[1]
         S = T + (0 if cache is None else cache.length)
-        kw = dict(causal=causal, attn_bias=attn_bias, positions=positions, memory_mask=memory_mask,
-                  cross_bias=cross_bias)
         for i, block in enumerate(self.blocks):
             layer_mask = masks.combine(mask, self._layer_mask(layer_masks, i, T, S))
             x = block(x, memory, mask=layer_mask, cache=None if cache is None else cache[i], **kw)
@@ -114,6 +127,12 @@ class TransformerStack(Module):
         if self._cached:
             raise RuntimeError("TransformerStack.backward after a KV-cached forward: the cache is for "
                                "inference only; run forward without a cache to train")
+        if self._split is not None:
+            return self._backward_parts(dy)
+        return self._backward_blocks(dy)
+
+    def _backward_blocks(self, dy: np.ndarray) -> BlockGrads:
+        """The backward of ``_forward_blocks``."""
         if self.ln_f is not None:
             dy = self.ln_f.backward(dy)
         add = lambda total, g: g if total is None else (total if g is None else total + g)
@@ -123,3 +142,58 @@ class TransformerStack(Module):
             dy = g.dx
             dmem, dbias, dcross = add(dmem, g.dmemory), add(dbias, g.dattn_bias), add(dcross, g.dcross_bias)
         return BlockGrads(dy, dmem, dbias, dcross)
+
+    # -- the batch in parts on threads (minipt.nn.batch_parts) ----------------------------
+    def _parts(self, B: int, cache, layer_masks: LayerMasks) -> int:
+        """How many parts this forward's batch is cut into: 1 (whole) unless the setting
+        asks for more and nothing ties the rows together or draws random numbers."""
+        parts = batch_parts.batch_parts()
+        if parts == 1 or B < parts or cache is not None:
+            return 1
+        if layer_masks is not None and not callable(layer_masks) and any(
+                m is not None and m.ndim >= 3 for m in layer_masks):
+            return 1
+        if self._drawers is None:             # the modules that may draw random numbers or record
+            self._drawers = {n: m for n, m in self.named_modules() if isinstance(m, (Dropout, MultiHeadAttention))}
+        for mod in self._drawers.values():
+            if isinstance(mod, MultiHeadAttention) and (mod.record or (self.training and mod.dropout > 0)) or (
+                    self.training and isinstance(mod, Dropout) and mod.p > 0):
+                return 1
+        return parts
+
+    def _part_replicas(self, parts: int) -> batch_parts.Replicas:
+        """The replicas that run parts 1 .. parts-1, made on first use (and again if this
+        stack's parameter arrays were replaced), in this stack's training mode."""
+        reps = self._replicas.get(parts)
+        if reps is None or not reps.current():
+            reps = self._replicas[parts] = batch_parts.Replicas(self, parts, self._replicas)
+        for rep in reps.modules:
+            if rep.training != self.training:
+                rep.train(self.training)
+        return reps
+
+    def _forward_parts(self, parts: int, x, memory, **kw) -> np.ndarray:
+        """x (B, T, C) [, memory (B, S, C)] in ``parts`` row slices, part k on replica k
+        (part 0 on this stack), side by side -> (B, T, C)."""
+        B = x.shape[0]
+        slices, reps = batch_parts.cut(B, parts), self._part_replicas(parts)
+        def call(stack, sl):
+            part_kw = {k: batch_parts.rows(k, v, sl, B) if k in batch_parts.BATCH_NDIM else v for k, v in kw.items()}
+            return lambda: stack._forward_blocks(x[sl], None if memory is None else memory[sl], **part_kw)
+        ys = batch_parts.side_by_side([call(m, sl) for m, sl in zip([self, *reps.modules], slices)])
+        self._split = (slices, reps, batch_parts.batched("attn_bias", kw["attn_bias"], B),
+                       batch_parts.batched("cross_bias", kw["cross_bias"], B))
+        return np.concatenate(ys, axis=0)                                   # (B, T, C)
+
+    def _backward_parts(self, dy: np.ndarray) -> BlockGrads:
+        """The backward of ``_forward_parts``: each part's on its replica, side by side; the
+        replicas' parameter gradients are added into this stack's."""
+        (slices, reps, bias_rows, cross_rows), self._split = self._split, None
+        reps.zero_grad()
+        grads = batch_parts.side_by_side([lambda m=m, sl=sl: m._backward_blocks(dy[sl])
+                                          for m, sl in zip([self, *reps.modules], slices)])
+        reps.add_gradients()
+        return BlockGrads(np.concatenate([g.dx for g in grads], axis=0),          # (B, T, C)
+                          batch_parts.join([g.dmemory for g in grads], True),
+                          batch_parts.join([g.dattn_bias for g in grads], bias_rows),
+                          batch_parts.join([g.dcross_bias for g in grads], cross_rows))
