@@ -18,6 +18,11 @@ matmuls, attention, norms, activations, loss, optimiser, embedding and glue.
   attention. The rest (adds, views, copies, fills, gradient accumulation) is glue, and so
   is the Python time between ops: the profiled wall time minus the ops' self times.
 
+With the stacks' batch in parts (``--batch-parts``, minipt/nn/batch_parts.py), cProfile
+sees the caller's thread only: minipt's column is then part 0's time (a part of the batch
+on one thread) while the other parts run at the same time on their own threads, and the
+wait for the slower part is glue.
+
 Both are per step, the mean over ``steps`` profiled steps of a warmed-up step closure.
 Profiling costs time on both sides, so a profiled step runs longer than a timed one.
 Measured on the 2-core development machine under load (load average ~15; a quiet

@@ -3,7 +3,8 @@
     python benchmarks/run_all.py [--full] [--only gpt,block,...] [--json benchmarks/results.json]
 
 Quick settings by default (fewer rounds and sizes, a few minutes on 2 cores); ``--full``
-runs each benchmark at its own defaults, and bench_gpt's ``--busy 1`` as well. Each row
+runs each benchmark at its own defaults, and bench_gpt's ``--busy 1`` as well;
+``--batch-parts`` as in the training benchmarks (minipt's stacks in 2 parts by default). Each row
 is side A against side B timed in alternating rounds (benchmarks/harness.py): median ms
 per call of each, the median per-round ratio B/A (> 1: A is faster) with min..max, and
 extras (MFU, peak memory, throughput). The JSON file holds the rows and the machine.
@@ -108,7 +109,9 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="each benchmark at its own defaults (slow)")
     ap.add_argument("--only", default=",".join(BENCHES), help=f"a subset of {','.join(BENCHES)}")
     ap.add_argument("--json", type=Path, default=HERE / "results.json")
+    harness.add_batch_parts_option(ap)
     args = ap.parse_args()
+    harness.set_batch_parts(args.batch_parts)
     names = args.only.split(",")
     for n in names:
         if n not in BENCHES:
@@ -118,7 +121,7 @@ def main() -> None:
     meta = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "full": args.full, "machine": platform.machine(),
             "cpus_available": len(os.sched_getaffinity(0)), "python": platform.python_version(),
             "numpy": np.__version__, "torch": torch.__version__ if torch else None,
-            "load_average_at_start": os.getloadavg()}
+            "load_average_at_start": os.getloadavg(), "batch_parts": args.batch_parts}
     rows, seconds = [], {}
     for n in names:
         print(f"\n== {n} ==", flush=True)

@@ -41,7 +41,6 @@ import numpy as np
 
 from . import per_dtype
 from .attention import (
-    _W,
     _exp_sum,
     _key_mask,
     _mask_and_bias,
@@ -51,6 +50,7 @@ from .attention import (
 )
 
 ROWS = 16                                                 # query rows per tile
+_W = 8                                                    # rows of scores are padded to a multiple of this
 KEYS = 64                                                 # keys per block
 
 
