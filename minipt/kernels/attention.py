@@ -37,7 +37,6 @@ from . import per_dtype, threads
 from .gelu import _exp32
 
 
-
 def _exp(x):
     return np.exp(x)
 
