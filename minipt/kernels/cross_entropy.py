@@ -19,7 +19,7 @@ import numpy as np
 from .attention import _exp, _row_max
 
 
-@numba.njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 def cross_entropy_rows(z, t, keep, eps):
     """z (N, V) logits, t (N,) targets in [0, V), keep (N,) bool rows that count, eps
     smoothing -> nll (N,) float64, lse (N,) (both 0 on skipped rows)."""
@@ -42,7 +42,7 @@ def cross_entropy_rows(z, t, keep, eps):
     return nll, lse
 
 
-@numba.njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 def cross_entropy_rows_backward(z, t, lse, w, eps):
     """z (N, V), t (N,), lse (N,), w (N,) weights keep * dloss / count -> dz (N, V); a row
     of weight 0 (skipped, or dloss 0) gets zeros without its exponentials.

@@ -11,7 +11,7 @@ memory traffic of N * C elements, far below a millisecond at our sizes.
 import numba
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def embedding_backward(ids, dy, dw):
     """ids (N,) int64, dy (N, C), dw (V, C): accumulate in place, repeated ids summing.
 

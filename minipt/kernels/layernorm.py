@@ -22,7 +22,9 @@ would otherwise stop LLVM from vectorising any loop with a division.
 
 Serial, not ``prange``: with Numba's workqueue threads (the layer minipt used when measured)
 the serial loop was faster than a ``prange`` one at every size measured on 2 cores,
-N up to 4096 rows and C up to 768 (3.7x at 1024 x 64, 1.1x at 4096 x 768).
+N up to 4096 rows and C up to 768 (3.7x at 1024 x 64, 1.1x at 4096 x 768). ``nogil``: with
+the stacks' batch in parts (minipt.nn.batch_parts) each part's norms run on its own thread,
+and a kernel holding Python's lock would make the two parts take turns.
 """
 import numba
 import numpy as np
@@ -30,7 +32,7 @@ import numpy as np
 FASTMATH = {"reassoc", "contract"}
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH, error_model="numpy")
 def layer_norm_forward(x, g, b, eps):
     """x (N, C), g (C,), b (C,), eps float -> y (N, C), mean (N,), rstd (N,)."""
     N, C = x.shape
@@ -54,7 +56,7 @@ def layer_norm_forward(x, g, b, eps):
     return y, mean, rstd
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH, error_model="numpy")
 def layer_norm_backward(dy, x, mean, rstd, g):
     """dy, x (N, C), mean, rstd (N,), g (C,) -> dx (N, C), dg (C,), db (C,)."""
     N, C = x.shape
@@ -79,7 +81,7 @@ def layer_norm_backward(dy, x, mean, rstd, g):
     return dx, dg_sum.astype(x.dtype), db_sum.astype(x.dtype)
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH, error_model="numpy")
 def rms_norm_forward(x, g, eps):
     """x (N, C), g (C,), eps float -> y (N, C), r (N,)."""
     N, C = x.shape
@@ -96,7 +98,7 @@ def rms_norm_forward(x, g, eps):
     return y, r
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH, error_model="numpy")
 def rms_norm_backward(dy, x, r, g):
     """dy, x (N, C), r (N,), g (C,) -> dx (N, C), dg (C,)."""
     N, C = x.shape

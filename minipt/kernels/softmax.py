@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 def softmax_backward(dy, y):
     """dy, y (N, K) -> dx (N, K)."""
     N, K = y.shape
