@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 from minipt.models.decoder.gpt import GPT, GPTConfig  # noqa: E402
+from minipt.nn.batch_parts import batch_parts  # noqa: E402
 from minipt.optim import AdamW  # noqa: E402
 
 SIZES = {  # V, L, H, d, T, B
@@ -166,7 +167,8 @@ def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet
           f"{calls} steps per side{', each side in its own process' if separate else ''}{harness.threads_note()}; "
           f"ratio > 1: minipt faster; MFU: 6N + 12 L T d FLOPs/token vs the sgemm peak measured "
           f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only; {harness.load_note()}", flush=True)
-    out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads}
+    out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads,
+           "batch_parts": batch_parts()}
     if quiet or not busy:
         out["quiet"] = measure(sizes, rounds, calls, torch, profile_steps=profile_steps, separate=separate)
         print_rows(out["quiet"], "no background load added (whatever else runs on the machine still does)")

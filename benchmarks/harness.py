@@ -413,7 +413,8 @@ def training_table(what: str, sizes: dict, names, minipt_step, torch_step, token
     for r in rows:
         ratio = f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})" if "ratio" in r else "-"
         print(f"{r['size']:<5} {r['minipt_tok_s']:12,.0f} {fmt_rate(r.get('torch_tok_s'), 12)} {ratio:>19}")
-    return {"rows": rows, "torch": torch.__version__ if torch else None}
+    from minipt.nn.batch_parts import batch_parts
+    return {"rows": rows, "torch": torch.__version__ if torch else None, "batch_parts": batch_parts()}
 
 
 def training_main(doc: str, sizes: dict, run) -> None:

@@ -13,7 +13,14 @@ Three blocks of README.md lie between marker comments and are written here, neve
 - ``claims``: the claims ledger (``minipt experiment claims``), one row per paper's claim
   with its verdict and figures, from the committed runs in ``minipt/experiments/ledger/``.
 
-``tests/test_readme.py`` checks that README.md equals what this script writes.
+One block of benchmarks/README.md is written here too:
+
+- ``training-vs-torch``: minipt's training tokens/s against torch eager's, from the
+  committed JSON of ``bench_gpt.py``, ``bench_bert.py`` and ``bench_t5.py`` (``--json``)
+  in ``reports/benchmarks/2026-11-27-batch-parts/``: two runs in one process and one with
+  each side in its own process (``--separate``), with the spread of the per-round ratios.
+
+``tests/test_readme.py`` checks that both files equal what this script writes.
 """
 from __future__ import annotations
 
@@ -25,6 +32,8 @@ from minipt.measured import load_reports, report_key, result_text, time_text  # 
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+BENCH_README = ROOT / "benchmarks" / "README.md"
+BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-27-batch-parts"
 
 FILE_ROLES = {
     "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
@@ -102,16 +111,42 @@ def claims_block(reports: dict[str, dict]) -> str:
     return "\n".join(lines) + f"\n\n{len(rows)} claims: {counts}."
 
 
+def _training_rows(path: Path) -> dict[str, dict]:
+    """size -> row of a training benchmark's --json file (bench_gpt's under "quiet")."""
+    import json
+    data = json.loads(path.read_text())
+    return {r["size"]: r for r in data.get("quiet", data.get("rows", []))}
+
+
+def training_block(_reports=None) -> str:
+    """minipt/torch per size: two runs in one process, then --separate; the spread."""
+    runs = {(b, run): _training_rows(BENCH_RUNS / f"bench_{b}.{run}.json")
+            for b in ("gpt", "bert", "t5") for run in ("run1", "run2", "separate")}
+    sizes = ("S", "M", "L")
+    lines = ["| benchmark, `--batch-parts 2`, 15 rounds | " + " | ".join(sizes) + " |", "|---|---|---|---|"]
+    for how, kinds in (("two runs, one process", ("run1", "run2")), ("`--separate`", ("separate",))):
+        for b in ("gpt", "bert", "t5"):
+            cells = [", ".join(f"{runs[b, k][s]['ratio']:.2f}x" for k in kinds) for s in sizes]
+            lines.append(f"| `bench_{b}.py`, {how} | " + " | ".join(cells) + " |")
+    spread = {s: (min(r[s]["ratio_min"] for r in runs.values()), max(r[s]["ratio_max"] for r in runs.values()))
+              for s in sizes}
+    lines += ["", "Per-round ratios ranged over " + ", ".join(f"{lo:.2f}-{hi:.2f} at {s}"
+                                                            for s, (lo, hi) in spread.items()) + "."]
+    return "\n".join(lines)
+
+
 BLOCKS = {"models": models_block, "run-files": run_files_block, "claims": claims_block}
-SOURCES = {"models": "reports/presets/", "run-files": "reports/presets/", "claims": "minipt/experiments/ledger/"}
+BENCH_BLOCKS = {"training-vs-torch": training_block}
+SOURCES = {"models": "reports/presets/", "run-files": "reports/presets/", "claims": "minipt/experiments/ledger/",
+           "training-vs-torch": "reports/benchmarks/2026-11-27-batch-parts/"}
 
 
-def render(readme: str, reports: dict[str, dict]) -> str:
+def render(readme: str, reports: dict[str, dict], blocks: dict = BLOCKS) -> str:
     """``readme`` with each generated block rewritten from ``reports``."""
-    for name, make in BLOCKS.items():
+    for name, make in blocks.items():
         begin, end = _begin(name), _end(name)
         if readme.count(begin) != 1 or readme.count(end) != 1:
-            raise ValueError(f"README.md must hold the markers of the generated block {name!r} once each")
+            raise ValueError(f"the README must hold the markers of the generated block {name!r} once each")
         head, rest = readme.split(begin)
         _, tail = rest.split(end)
         readme = f"{head}{begin}\n{make(reports)}\n{end}{tail}"
@@ -119,15 +154,17 @@ def render(readme: str, reports: dict[str, dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    current = README.read_text()
-    wanted = render(current, load_reports())
-    if "--check" in argv:
-        if wanted != current:
-            print("README.md differs from scripts/readme_tables.py's output: run it and commit", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(wanted)
-    return 0
+    reports, status = load_reports(), 0
+    for path, blocks in ((README, BLOCKS), (BENCH_README, BENCH_BLOCKS)):
+        current = path.read_text()
+        wanted = render(current, reports, blocks)
+        if "--check" not in argv:
+            path.write_text(wanted)
+        elif wanted != current:
+            print(f"{path.relative_to(ROOT)} differs from scripts/readme_tables.py's output: run it and commit",
+                  file=sys.stderr)
+            status = 1
+    return status
 
 
 if __name__ == "__main__":

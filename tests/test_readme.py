@@ -43,6 +43,20 @@ def test_a_number_edited_by_hand_is_rewritten(tables):
     assert tables.render(edited, tables.load_reports()) == readme
 
 
+def test_the_benchmark_table_is_what_the_script_writes_from_the_runs(tables):
+    """benchmarks/README.md's table of training speed against torch comes from the
+    committed --json files: a ratio edited by hand is written back."""
+    text = (ROOT / "benchmarks" / "README.md").read_text()
+    assert tables.render(text, {}, tables.BENCH_BLOCKS) == text, \
+        "benchmarks/README.md differs from the runs: run `python scripts/readme_tables.py` and commit"
+    start = text.index(tables._begin("training-vs-torch"))
+    number = re.search(r"\d\.\d\dx", text[start:])
+    edited = text[:start + number.start()] + "9.99x" + text[start + number.end():]
+    assert tables.render(edited, {}, tables.BENCH_BLOCKS) == text
+    rows = tables._training_rows(tables.BENCH_RUNS / "bench_bert.run1.json")
+    assert f"{rows['L']['ratio']:.2f}x" in text[start:text.index(tables._end("training-vs-torch"))]
+
+
 def test_every_preset_has_a_row_and_every_default_preset_a_report(tables):
     """Each preset of ``minipt train`` is a row; the default (``toy``) presets all have a
     committed report, and each report is of the command its row shows."""
