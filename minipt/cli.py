@@ -295,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                    "(checkpoint.npz, tokenizer.json, metrics.jsonl, loss.png, report.json)")
     p.add_argument("--batch-parts", type=positive, default=None, metavar="N",
                    help="cut each Transformer stack's batch into N parts that run side by side on threads: faster "
-                   "on 2+ cores, the same losses up to float rounding (default: MINIPT_BATCH_PARTS, else 1, whole)")
+                   "on 2+ cores, the same losses up to float rounding; a stack with dropout stays whole while training "
+                   "(default: MINIPT_BATCH_PARTS, else 1, whole)")
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("sample", help="continue a prompt with a trained model", formatter_class=fmt)
     p.add_argument("--checkpoint", default="runs/gpt", help="the --out folder of a training run (or its checkpoint.npz)")
