@@ -177,6 +177,7 @@ class TransformerStack(Module):
         (part 0 on this stack), side by side -> (B, T, C)."""
         B = x.shape[0]
         slices, reps = batch_parts.cut(B, parts), self._part_replicas(parts)
+
         def call(stack, sl):
             part_kw = {k: batch_parts.rows(k, v, sl, B) if k in batch_parts.BATCH_NDIM else v for k, v in kw.items()}
             return lambda: stack._forward_blocks(x[sl], None if memory is None else memory[sl], **part_kw)
