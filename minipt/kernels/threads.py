@@ -258,24 +258,36 @@ def in_parts(work, n: int, min_part: int = 1) -> None:
     if parts == 1:
         work(slice(0, n))
         return
-    cuts = [n * i // parts for i in range(parts + 1)]
-    slices = [slice(a, b) for a, b in zip(cuts, cuts[1:])]
     libs = _blas()
     saved = [lib.num_threads for lib in libs]
     for lib in libs:
         lib.set_num_threads(1)
     try:
-        futures = [pool().submit(work, sl) for sl in slices[1:]]
-        try:
-            work(slices[0])
-        finally:
-            errors = [f.exception() for f in futures]
-        for e in errors:
-            if e is not None:
-                raise e
+        run_together([lambda sl=sl: work(sl) for sl in cut(n, parts)])
     finally:
         for lib, count in zip(libs, saved):
             lib.set_num_threads(count)
+
+
+def cut(n: int, parts: int) -> list[slice]:
+    """Items 0 .. n cut into ``parts`` consecutive slices, sizes differing by at most one."""
+    edges = [n * i // parts for i in range(parts + 1)]
+    return [slice(a, b) for a, b in zip(edges, edges[1:])]
+
+
+def run_together(calls: list, on_thread=None) -> list:
+    """The zero-argument ``calls`` at the same time: the first on the caller's thread, the
+    others on the pool's (through ``on_thread(call)`` if given); their results in order.
+    An exception in any call is raised after all of them ended."""
+    futures = [pool().submit(on_thread or (lambda c: c()), call) for call in calls[1:]]
+    try:
+        first = calls[0]()
+    finally:
+        errors = [f.exception() for f in futures]
+    for e in errors:
+        if e is not None:
+            raise e
+    return [first] + [f.result() for f in futures]
 
 
 def elementwise(kernel, *arrays, min_part: int):

@@ -55,12 +55,6 @@ def set_batch_parts(n: int | None) -> None:
     _setting["parts"] = n
 
 
-def cut(B: int, parts: int) -> list[slice]:
-    """Rows 0 .. B cut into ``parts`` consecutive slices, sizes differing by at most one."""
-    edges = [B * i // parts for i in range(parts + 1)]
-    return [slice(a, b) for a, b in zip(edges, edges[1:])]
-
-
 BATCH_NDIM = {"mask": 3, "memory_mask": 3, "attn_bias": 4, "cross_bias": 4}   # the fewest axes with a batch axis
 
 
@@ -130,15 +124,7 @@ def side_by_side(calls: list) -> list:
     with threads.limit(blas=1, numba=1):
         if free < 2 or len(calls) == 1:
             return [call() for call in calls]
-        futures = [threads.pool().submit(_on_one_thread, call) for call in calls[1:]]
-        try:
-            first = calls[0]()
-        finally:
-            errors = [f.exception() for f in futures]
-        for e in errors:
-            if e is not None:
-                raise e
-        return [first] + [f.result() for f in futures]
+        return threads.run_together(calls, _on_one_thread)
 
 
 def _on_one_thread(call):

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..core.checks import check_positive_int
 from ..core.module import Module
+from ..kernels.threads import cut
 from . import batch_parts, masks
 from .attention import MultiHeadAttention
 from .block import BlockGrads, TransformerBlock, make_norm
@@ -176,7 +177,7 @@ class TransformerStack(Module):
         """x (B, T, C) [, memory (B, S, C)] in ``parts`` row slices, part k on replica k
         (part 0 on this stack), side by side -> (B, T, C)."""
         B = x.shape[0]
-        slices, reps = batch_parts.cut(B, parts), self._part_replicas(parts)
+        slices, reps = cut(B, parts), self._part_replicas(parts)
 
         def call(stack, sl):
             part_kw = {k: batch_parts.rows(k, v, sl, B) if k in batch_parts.BATCH_NDIM else v for k, v in kw.items()}

@@ -213,10 +213,10 @@ def test_bad_settings_name_the_problem(parts, monkeypatch):
 
 
 def test_cut_covers_every_row_once():
-    assert batch_parts.cut(5, 2) == [slice(0, 2), slice(2, 5)]
+    assert threads.cut(5, 2) == [slice(0, 2), slice(2, 5)]
     for B in range(1, 9):
         for n in range(1, B + 1):
-            rows = [i for sl in batch_parts.cut(B, n) for i in range(B)[sl]]
+            rows = [i for sl in threads.cut(B, n) for i in range(B)[sl]]
             assert rows == list(range(B))
 
 
