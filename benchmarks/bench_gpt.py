@@ -164,7 +164,7 @@ def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet
     torch = harness.try_torch(2)
     print(f"torch {torch.__version__ if torch else 'not installed'}; float32; a training step "
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of "
-          f"{calls} steps per side{', each side in its own process' if separate else ''}{harness.threads_note()}; "
+          f"{calls} steps per side{', each side in its own process' if separate else ''}{harness.sides_note()}; "
           f"ratio > 1: minipt faster; MFU: 6N + 12 L T d FLOPs/token vs the sgemm peak measured "
           f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only; {harness.load_note()}", flush=True)
     out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads,

@@ -262,8 +262,8 @@ def try_torch(threads: int = 2):
     return torch
 
 
-def threads_note() -> str:
-    """", N thread(s) per side" under --threads, else "", then minipt's batch parts."""
+def sides_note() -> str:
+    """How both sides run: ", N thread(s) per side" under --threads, then minipt's batch parts."""
     from minipt.nn.batch_parts import batch_parts
     n, parts = bench_threads(), batch_parts()
     return (f", {n} thread{'s' if n > 1 else ''} per side" if n else "") + \
@@ -392,7 +392,7 @@ def training_table(what: str, sizes: dict, names, minipt_step, torch_step, token
     torch = try_torch(2)
     print(f"torch {torch.__version__ if torch else 'not installed: minipt measured alone'}; float32; {what} "
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of {calls} "
-          f"steps per side{', each side in its own process' if separate else ''}{threads_note()}; "
+          f"steps per side{', each side in its own process' if separate else ''}{sides_note()}; "
           f"ratio > 1: minipt faster; "
           f"{load_note()}", flush=True)
     rows = []

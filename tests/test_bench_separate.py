@@ -61,7 +61,7 @@ def test_threads_option_reaches_both_sides(separate, child_envs, monkeypatch):
         import numba
         assert threads.blas_threads() == 1 and numba.get_num_threads() == 1
     monkeypatch.delenv("MINIPT_BATCH_PARTS", raising=False)
-    assert harness.threads_note() == ", 1 thread per side, minipt's stacks whole"
+    assert harness.sides_note() == ", 1 thread per side, minipt's stacks whole"
 
 
 def test_batch_parts_option_reaches_the_minipt_process(separate, monkeypatch):
@@ -75,6 +75,6 @@ def test_batch_parts_option_reaches_the_minipt_process(separate, monkeypatch):
     monkeypatch.setattr(separate.subprocess, "Popen", Popen)
     harness.set_batch_parts(2)
     separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=False)
-    assert seen == {"minipt": "2"} and harness.threads_note() == ", minipt's stacks in 2 batch parts"
+    assert seen == {"minipt": "2"} and harness.sides_note() == ", minipt's stacks in 2 batch parts"
     with pytest.raises(ValueError, match="--batch-parts must be >= 1"):
         harness.set_batch_parts(0)
