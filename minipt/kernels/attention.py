@@ -24,16 +24,20 @@ Why parts on threads. Each (batch, head) product is small (T x D times D x S): s
 OpenBLAS's two threads it ran at 47 GF/s (QK^T at B 16, H 4, T 128, D 32), on one thread
 86 GF/s. So NumPy's BLAS is held at one thread, the batch is cut into as many parts as
 there are threads (``threads.in_parts``), and each part runs its products and its
-softmax on its own thread: NumPy's matmul and the ``nogil`` kernels below let go of
-Python's lock. Causal products stop at the keys a block of rows can see
-(``ROW_BLOCKS``), 5/8 of the full square. The timings against the fused kernel and torch
-are in ``minipt.ops.attention``.
+softmax on its own thread. In float32 a part is one ``nogil`` call (``_forward_part``,
+``_backward_part``) that calls NumPy's own GEMM and the softmax kernels by address
+(``minipt.kernels.calls``): a batch row's P stays in cache from product to softmax to
+product, and Python's lock is taken once per part. Whole steps took 0.90-0.98x the time
+of the same steps through ``np.matmul``, with the same bits (BERT, GPT, T5 at S, M, L);
+float64, and shapes NumPy would not send to GEMM, keep ``np.matmul``. Causal products stop at the
+keys a block of rows can see (``ROW_BLOCKS``), 5/8 of the full square. The timings
+against the fused kernel and torch are in ``minipt.ops.attention``.
 """
 import numba
 import numpy as np
 from numba.extending import overload
 
-from . import per_dtype, threads
+from . import calls, per_dtype, threads
 from .gelu import _exp32
 
 
@@ -198,6 +202,82 @@ _softmax_jit = per_dtype(_softmax, _softmax_signature, **_OPTIONS)
 _backward_jit = per_dtype(_softmax_backward, _backward_signature, **_OPTIONS)
 
 
+@numba.njit(cache=True, inline="always")
+def _at(a, b, h, r, c):                                        # the address of a[b, h, r, c]
+    s = a.strides
+    return a.ctypes.data + b * s[0] + h * s[1] + r * s[2] + c * s[3]
+
+
+@numba.njit(cache=True, inline="always")
+def _ld(a):                                                     # row stride of a (B, H, rows, D) array's matrices
+    return a.strides[2] // a.itemsize
+
+
+def _forward_part(q, k, v, p, out, sc, causal, mask, bias, b0, b1, rows, fn, softmax):
+    """The forward of batch rows b0 .. b1 in one call, through the GEMM at address fn
+    (``calls.gemm``): per batch row, S = Q K^T per head and row block (rows (n, 3): first
+    row, end row, keys seen), the softmax (``_softmax_jit``'s machine code, at address
+    softmax), O = P V. The same products as ``np.matmul`` makes, the same softmax."""
+    H, D, S = q.shape[1], q.shape[3], k.shape[2]
+    one, zero = q.dtype.type(1.0), q.dtype.type(0.0)
+    for b in range(b0, b1):
+        for h in range(H):
+            for r in range(rows.shape[0]):
+                r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
+                calls.gemm(fn, calls.NO_TRANS, calls.TRANS, r1 - r0, n, D, one, _at(q, b, h, r0, 0), _ld(q),
+                           _at(k, b, h, 0, 0), _ld(k), zero, _at(p, b, h, r0, 0), S)
+        calls.call_compiled(softmax, (p[b:b + 1], sc, causal, mask, bias, b))
+        for h in range(H):
+            for r in range(rows.shape[0]):
+                r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
+                calls.gemm(fn, calls.NO_TRANS, calls.NO_TRANS, r1 - r0, D, n, one, _at(p, b, h, r0, 0), S,
+                           _at(v, b, h, 0, 0), _ld(v), zero, _at(out, b, h, r0, 0), _ld(out))
+
+
+def _backward_part(dout, q, k, v, p, ds, dq, dk, dv, sc, causal, mask, b0, b1, rows, keys, fn, backward):
+    """The backward of batch rows b0 .. b1 in one call, as ``_forward_part``: dP = dO V^T,
+    dS (``_backward_jit``'s machine code at address backward, in ds), dQ = sc dS K per row
+    block; dV = P^T dO and dK = sc dS^T Q per key block (keys (n, 3): first key, end key,
+    first row that sees them)."""
+    H, D, S = q.shape[1], q.shape[3], k.shape[2]
+    T = q.shape[2]
+    one, zero = q.dtype.type(1.0), q.dtype.type(0.0)
+    for b in range(b0, b1):
+        for h in range(H):
+            for r in range(rows.shape[0]):
+                r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
+                calls.gemm(fn, calls.NO_TRANS, calls.TRANS, r1 - r0, n, D, one, _at(dout, b, h, r0, 0), _ld(dout),
+                           _at(v, b, h, 0, 0), _ld(v), zero, _at(ds, b, h, r0, 0), S)
+        calls.call_compiled(backward, (ds[b:b + 1], p[b:b + 1], causal, mask, b))
+        for h in range(H):
+            for r in range(rows.shape[0]):
+                r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
+                calls.gemm(fn, calls.NO_TRANS, calls.NO_TRANS, r1 - r0, D, n, sc, _at(ds, b, h, r0, 0), S,
+                           _at(k, b, h, 0, 0), _ld(k), zero, _at(dq, b, h, r0, 0), _ld(dq))
+            for c in range(keys.shape[0]):
+                c0, c1, r0 = keys[c, 0], keys[c, 1], keys[c, 2]
+                calls.gemm(fn, calls.TRANS, calls.NO_TRANS, c1 - c0, D, T - r0, one, _at(p, b, h, r0, c0), S,
+                           _at(dout, b, h, r0, 0), _ld(dout), zero, _at(dv, b, h, c0, 0), _ld(dv))
+                calls.gemm(fn, calls.TRANS, calls.NO_TRANS, c1 - c0, D, T - r0, sc, _at(ds, b, h, r0, c0), S,
+                           _at(q, b, h, r0, 0), _ld(q), zero, _at(dk, b, h, c0, 0), _ld(dk))
+
+
+def _forward_part_signature(t):
+    a4, c4, i = t[:, :, :, :], t[:, :, :, ::1], numba.int64
+    return numba.void(a4, a4, a4, c4, a4, t, numba.boolean, numba.boolean[:, :], a4, i, i, i[:, ::1], i, i)
+
+
+def _backward_part_signature(t):
+    a4, c4, i = t[:, :, :, :], t[:, :, :, ::1], numba.int64
+    return numba.void(a4, a4, a4, a4, c4, c4, a4, a4, a4, t, numba.boolean, numba.boolean[:, :], i, i, i[:, ::1],
+                      i[:, ::1], i, i)
+
+
+_PART_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
+_forward_part_jit = per_dtype(_forward_part, _forward_part_signature, **_PART_OPTIONS)
+_backward_part_jit = per_dtype(_backward_part, _backward_part_signature, **_PART_OPTIONS)
+
+
 def _mask_and_bias(mask, bias, S, dtype):
     """The kernels' forms: mask (1 or B, S) bool (all True for None), bias (1 or B, H, T, S)
     (0 rows for None)."""
@@ -228,6 +308,33 @@ def _key_blocks(T, S, causal):
     return out
 
 
+_addresses: dict = {}
+
+
+def _address(kernel, signature, dtype) -> int:
+    """The address of ``kernel``'s (a ``per_dtype``) machine code for ``dtype``, kept."""
+    key = (kernel, dtype)
+    if key not in _addresses:
+        _addresses[key] = calls.compiled_address(kernel(dtype), signature(numba.from_dtype(dtype)))
+    return _addresses[key]
+
+
+def _gemm_for(dtype, rows, keys, T, D, arrays, pairs) -> int:
+    """The address of NumPy's own GEMM (``calls.gemm_address``) when the part kernels, calling
+    it directly, make the very calls ``np.matmul`` would, so give the same bits; else 0 (the
+    parts then call ``np.matmul``). NumPy's matmul calls GEMM when every dimension of a
+    product is at least 2 (else GEMV or its own loop), every matrix has rows of unit stride
+    and a whole number of elements apart, at least D (else its own loop), and the two
+    factors are not one array and its transpose (else SYRK)."""
+    size = np.dtype(dtype).itemsize
+    dims = [D] + [d for r0, r1, n in rows for d in (r1 - r0, n)] + [d for c0, c1, r0 in keys for d in (c1 - c0, T - r0)]
+    if min(dims) < 2 or any(a.strides[3] != size or a.strides[2] % size or a.strides[2] < D * size for a in arrays):
+        return 0
+    if any(a.ctypes.data == b.ctypes.data and a.strides == b.strides for a, b in pairs):
+        return 0
+    return calls.gemm_address(dtype)
+
+
 def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     """q (B,H,T,D), k, v (B,H,S,D), any strides; mask (1 or B, S) bool keys each batch row may
     attend to, or None; bias (1 or B, H, T, S) or None -> out (B,H,T,D), p (B,H,T,S). out is
@@ -237,8 +344,15 @@ def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     out = np.empty((B, T, H, D), dtype=q.dtype).transpose(0, 2, 1, 3)
     p = np.empty((B, H, T, S), dtype=q.dtype)
     mask, bias = _mask_and_bias(mask, bias, S, q.dtype)
-    softmax = _softmax_jit(q.dtype)
     blocks = _row_blocks(T, S, causal)
+    fn = _gemm_for(q.dtype, blocks, _key_blocks(T, S, causal), T, D, [q, k, v, out], [(q, k)])
+    if fn:
+        kernel, rows = _forward_part_jit(q.dtype), np.array(blocks, dtype=np.int64)
+        softmax = _address(_softmax_jit, _softmax_signature, q.dtype)
+        threads.in_parts(lambda b: kernel(q, k, v, p, out, q.dtype.type(scale), bool(causal), mask, bias, b.start,
+                                          b.stop, rows, fn, softmax), B)
+        return out, p
+    softmax = _softmax_jit(q.dtype)
 
     def part(b):
         for r0, r1, n in blocks:                                  # S = Q K^T
@@ -260,9 +374,16 @@ def blas_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=Fal
     dq, dk, dv = out if out is not None else (np.empty_like(q), np.empty_like(k), np.empty_like(v))
     ds = np.empty(p.shape, dtype=q.dtype)                         # dP, then dS
     mask = _mask_and_bias(mask, None, S, q.dtype)[0]
-    backward = _backward_jit(q.dtype)
     sc = q.dtype.type(scale)
     rows, keys = _row_blocks(T, S, causal), _key_blocks(T, S, causal)
+    fn = _gemm_for(q.dtype, rows, keys, T, D, [dout, q, k, v, dq, dk, dv], [(q, k), (dout, v)])
+    if fn:
+        kernel, r, c = _backward_part_jit(q.dtype), np.array(rows, dtype=np.int64), np.array(keys, dtype=np.int64)
+        backward = _address(_backward_jit, _backward_signature, q.dtype)
+        threads.in_parts(lambda b: kernel(dout, q, k, v, p, ds, dq, dk, dv, sc, bool(causal), mask, b.start, b.stop,
+                                          r, c, fn, backward), B)
+        return dq, dk, dv, ds if bias else None
+    backward = _backward_jit(q.dtype)
 
     def part(b):
         for r0, r1, n in rows:                                    # dP = dO V^T

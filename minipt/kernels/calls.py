@@ -1,0 +1,114 @@
+"""Calls from inside a Numba kernel through an address: NumPy's own float32 GEMM
+(``cblas_sgemm`` of the OpenBLAS inside NumPy's wheel), and another kernel exactly as it
+was compiled on its own. Both run without Python's lock.
+
+Why: a kernel that alternates small products with its own loops (attention: per batch row,
+S = Q K^T per head, the softmax, O = P V) makes one Python call per product when the
+products go through ``np.matmul``. Each call takes and drops Python's lock; beside a
+second thread (``threads.in_parts``, the batch in parts) each waits its turn for it, and
+each keeps only a slice of P in cache between its product and the next pass. From inside
+one ``nogil`` kernel the same GEMM on the same matrices gives the same bits as
+``np.matmul`` (which calls this very function), with one Python call per part instead.
+
+``gemm_address(dtype)`` is the address of the GEMM, or 0 when it is not there (float64,
+a NumPy built on another BLAS, or an OpenBLAS with 32-bit integers): the caller then
+keeps to ``np.matmul``. ``gemm(address, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+beta, c, ldc)`` calls it, row major, with a, b, c the addresses of the first elements
+(``array.ctypes.data`` plus an offset) and alpha, beta float32: C (m, n) = alpha op(A)
+op(B) + beta C, op(A) (m, k), op(B) (k, n).
+
+``compiled_address(dispatcher)`` and ``call_compiled(address, args)`` call a kernel with
+one compiled signature (``per_dtype``'s) as that very machine code. A kernel called by
+name from another is compiled again into its caller, and LLVM optimised the inlined copy
+differently: attention's softmax, inlined so, put P 1 ulp away in some rows (the sums of
+its exponentials reassociated otherwise), whichever fastmath flags the caller had.
+
+Addresses are arguments, not constants baked into the machine code, so Numba's disk cache
+still serves the kernels that call them.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from . import threads
+
+NO_TRANS, TRANS = 111, 112                 # CBLAS_TRANSPOSE
+ROW_MAJOR = 101                            # CBLAS_ORDER
+# scipy-openblas, the OpenBLAS in NumPy's wheels, with 64-bit integers and its own prefix.
+# float32 only, training's dtype: float64 serves gradient checks, where speed does not
+# matter, so it keeps np.matmul and compiles no second set of part kernels.
+SYMBOLS = {np.dtype(np.float32): "scipy_cblas_sgemm64_"}
+_found: dict = {}
+
+
+def gemm_address(dtype) -> int:
+    """The address of NumPy's BLAS GEMM for ``dtype`` (float32), or 0 if absent."""
+    dtype = np.dtype(dtype)
+    if dtype not in _found:
+        _found[dtype] = 0
+        for lib in threads._blas() if dtype in SYMBOLS else ():
+            fn = getattr(ctypes.CDLL(lib.filepath), SYMBOLS[dtype], None) if lib.internal_api == "openblas" else None
+            if fn is not None:
+                _found[dtype] = ctypes.cast(fn, ctypes.c_void_p).value
+                break
+    return _found[dtype]
+
+
+@intrinsic
+def gemm(typingctx, address, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """Numba-only: the CBLAS GEMM at ``address`` (see the module's docstring)."""
+    if alpha != types.float32 or beta != alpha:
+        return None
+    sig = types.void(address, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+
+    def codegen(context, builder, signature, args):
+        i32, i64, real = ir.IntType(32), ir.IntType(64), context.get_value_type(alpha)
+        ptr = real.as_pointer()
+        want = [i32, i32, i32, i64, i64, i64, real, ptr, i64, ptr, i64, real, ptr, i64]
+        values = [ir.Constant(i32, ROW_MAJOR)]
+        for value, ty, to in zip(args[1:], signature.args[1:], want[1:]):
+            if to is real:
+                values.append(value)
+                continue
+            wide = _int64(context, builder, value, ty)
+            values.append(builder.inttoptr(wide, ptr) if to is ptr else builder.trunc(wide, i32) if to is i32 else wide)
+        fnty = ir.FunctionType(ir.VoidType(), want)
+        builder.call(builder.inttoptr(_int64(context, builder, args[0], signature.args[0]), fnty.as_pointer()), values)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+def compiled_address(dispatcher, signature) -> int:
+    """The address of ``dispatcher``'s machine code for ``signature``, its one compiled
+    signature (a ``per_dtype`` kernel's), for ``call_compiled``."""
+    if list(dispatcher.signatures) != [signature.args]:
+        raise TypeError(f"expected one compiled signature {signature.args}, found {dispatcher.signatures}")
+    result = dispatcher.overloads[signature.args]
+    return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+
+
+@intrinsic
+def call_compiled(typingctx, address, args):
+    """Numba-only: call the kernel at ``address`` (``compiled_address``) with the tuple
+    ``args``, which must have its signature's types exactly; it returns nothing."""
+    if not isinstance(args, types.BaseTuple):
+        return None
+    sig = types.void(address, args)
+
+    def codegen(context, builder, signature, llargs):
+        argtys = list(signature.args[1].types)
+        values = [builder.extract_value(llargs[1], i) for i in range(len(argtys))]
+        fnty = context.call_conv.get_function_type(types.void, argtys)
+        fn = builder.inttoptr(_int64(context, builder, llargs[0], signature.args[0]), fnty.as_pointer())
+        context.call_conv.call_function(builder, fn, types.void, argtys, values)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+def _int64(context, builder, value, ty):
+    return context.cast(builder, value, ty, types.int64)
