@@ -96,7 +96,9 @@ class Replicas:
         self.modules = [copy.deepcopy(module, dict(memo)) for _ in range(parts - 1)]
         self.slots = [(mod.params, key, p) for _, mod in module.named_modules() for key, p in mod.params.items()]
         own = [g for _, g in module.named_grads()]                      # tied arrays once
-        self.pairs = list(zip(own, *([g for _, g in m.named_grads()] for m in self.modules)))
+        pairs = sorted(zip(own, *([g for _, g in m.named_grads()] for m in self.modules)), key=lambda t: -t[0].size)
+        self.shares = [pairs[0::2], pairs[1::2]]      # two halves of about equal size, for two threads
+        self.dirty = True                             # the copies' gradients are the module's, not zeros
 
     def current(self) -> bool:
         """False once ``module``'s parameter arrays were replaced (``to(dtype)``, a re-tie):
@@ -104,15 +106,30 @@ class Replicas:
         return all(d[key] is p for d, key, p in self.slots)
 
     def zero_grad(self) -> None:
-        for _, *theirs in self.pairs:
-            for g in theirs:
-                g.fill(0)
+        """Zero the replicas' gradients before their backward, unless ``add_gradients`` left
+        them zero (a backward that failed half-way did not)."""
+        if self.dirty:
+            for share in self.shares:
+                for _, *theirs in share:
+                    for g in theirs:
+                        g.fill(0)
+        self.dirty = True
 
     def add_gradients(self) -> None:
-        """Add each replica's gradients into ``module``'s."""
-        for own, *theirs in self.pairs:
-            for g in theirs:
-                own += g
+        """Add each replica's gradients into ``module``'s and zero them while they are in
+        cache, for the next backward; the two halves of the arrays on two threads when two
+        cores are free. Each sum is added in the same order either way: the same bits."""
+        def add(share):
+            for own, *theirs in share:
+                for g in theirs:
+                    own += g
+                    g.fill(0)
+        if threads.refresh() >= 2:
+            threads.run_together([lambda share=share: add(share) for share in self.shares])
+        else:
+            for share in self.shares:
+                add(share)
+        self.dirty = False
 
 
 def side_by_side(calls: list) -> list:

@@ -119,6 +119,32 @@ def test_same_bits_on_one_core_or_two(parts, monkeypatch):
     assert all(np.array_equal(p1[k], p2[k]) for k in p1)
 
 
+def test_a_failed_backward_leaves_no_stale_gradients_in_the_replicas(parts, free, monkeypatch):
+    """The replicas' gradients are zeroed as they are added in; a backward that fails after
+    a replica accumulated some must not carry them into the next step."""
+    parts(2)
+    r = np.random.default_rng(8)
+    m = stack()
+    x, dy = r.standard_normal((4, T, C)), r.standard_normal((4, T, C))
+    want = run(m, x, {"causal": True}, dy)[2]
+    assert run(m, x, {"causal": True}, dy)[2].keys() == want.keys()
+    assert all(np.array_equal(g, want[k]) for k, g in run(m, x, {"causal": True}, dy)[2].items())   # step after step
+    real = TransformerStack._backward_blocks
+
+    def fails_after_the_replica(self, dy):
+        out = real(self, dy)
+        if self is not m:
+            raise FloatingPointError("the replica's backward failed")
+        return out
+    m(x, causal=True)
+    monkeypatch.setattr(TransformerStack, "_backward_blocks", fails_after_the_replica)
+    with pytest.raises(FloatingPointError, match="replica's backward failed"):
+        m.backward(dy)
+    monkeypatch.setattr(TransformerStack, "_backward_blocks", real)
+    got = run(m, x, {"causal": True}, dy)[2]
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+
+
 @pytest.mark.parametrize("why", ["dropout in training", "attention dropout", "fewer rows than parts", "kv cache",
                                  "recorded weights", "per-layer masks per row"])
 def test_the_batch_stays_whole_where_it_cannot_be_cut(parts, why):
