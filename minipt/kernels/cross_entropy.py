@@ -16,16 +16,42 @@ skipped row's logits are not read (the twin's 0-weighted NaN would still reach i
 import numba
 import numpy as np
 
+from . import threads
 from .attention import _exp, _row_max
+
+PART_MIN = 1 << 18          # logits per part on a thread, at least (see ``cross_entropy_rows``)
+
+
+def cross_entropy_rows(z, t, keep, eps):
+    """z (N, V) logits, t (N,) targets in [0, V), keep (N,) bool rows that count, eps
+    smoothing -> nll (N,) float64, lse (N,) (both 0 on skipped rows). Rows are
+    independent, so they run in parts on threads (``threads.in_parts``) of at least
+    PART_MIN logits, with the same bits as in one part: GPT L's 2048 x 512 logits, forward
+    and backward, took 1.03-1.07 ms in two parts on two threads against 1.55 ms in one."""
+    N, V = z.shape
+    nll, lse = np.empty(N), np.empty(N, dtype=z.dtype)
+    threads.in_parts(lambda sl: _rows(z[sl], t[sl], keep[sl], eps, nll[sl], lse[sl]), N, _min_rows(V))
+    return nll, lse
+
+
+def cross_entropy_rows_backward(z, t, lse, w, eps):
+    """z (N, V), t (N,), lse (N,), w (N,) weights keep * dloss / count -> dz (N, V); a row
+    of weight 0 (skipped, or dloss 0) gets zeros without its exponentials. In parts, as
+    ``cross_entropy_rows``."""
+    dz = np.empty_like(z)
+    threads.in_parts(lambda sl: _rows_backward(z[sl], t[sl], lse[sl], w[sl], eps, dz[sl]), z.shape[0],
+                     _min_rows(z.shape[1]))
+    return dz
+
+
+def _min_rows(V: int) -> int:
+    return -(-PART_MIN // max(1, V))
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def cross_entropy_rows(z, t, keep, eps):
-    """z (N, V) logits, t (N,) targets in [0, V), keep (N,) bool rows that count, eps
-    smoothing -> nll (N,) float64, lse (N,) (both 0 on skipped rows)."""
+def _rows(z, t, keep, eps, nll, lse):
+    """``cross_entropy_rows`` on one part: fills nll (N,), lse (N,)."""
     N, V = z.shape
-    nll = np.empty(N)
-    lse = np.empty(N, dtype=z.dtype)
     for i in range(N):
         if not keep[i]:
             nll[i], lse[i] = 0.0, 0.0
@@ -39,17 +65,14 @@ def cross_entropy_rows(z, t, keep, eps):
         ls = m + np.log(s)
         lse[i] = ls
         nll[i] = (1.0 - eps) * (ls - z[i, t[i]]) + eps * (ls - total / V) if np.isfinite(total) else np.nan
-    return nll, lse
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def cross_entropy_rows_backward(z, t, lse, w, eps):
-    """z (N, V), t (N,), lse (N,), w (N,) weights keep * dloss / count -> dz (N, V); a row
-    of weight 0 (skipped, or dloss 0) gets zeros without its exponentials.
+def _rows_backward(z, t, lse, w, eps, dz):
+    """``cross_entropy_rows_backward`` on one part: fills dz (N, V).
     Two-index writes, not a row view: a row view written through, with ``_exp`` inlined in
     the same loop, lost the one-hot line below (Numba 0.68; caught by the twin test)."""
     N, V = z.shape
-    dz = np.empty_like(z)
     off = z.dtype.type(eps / V)
     for i in range(N):
         wi = z.dtype.type(w[i])
@@ -60,4 +83,3 @@ def cross_entropy_rows_backward(z, t, lse, w, eps):
         for v in range(V):
             dz[i, v] = (_exp(z[i, v] - lse[i]) - off) * wi
         dz[i, t[i]] -= z.dtype.type(1.0 - eps) * wi
-    return dz

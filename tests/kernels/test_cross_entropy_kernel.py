@@ -1,11 +1,13 @@
 """The fused cross-entropy kernels against their NumPy twins in minipt.ops.cross_entropy
 (per-row loss, log-sum-exp and the logits' gradient), float32 and float64, with and without
-label smoothing, vocabularies below and off the unrolling width; through the op, a
-non-finite logit still gives a NaN loss."""
+label smoothing, vocabularies below and off the unrolling width; the same bits in parts on
+two threads as in one part; through the op, a non-finite logit still gives a NaN loss."""
 import numpy as np
 import pytest
 
 from minipt import kernels
+from minipt.kernels import cross_entropy as K
+from minipt.kernels import threads
 from minipt.ops import cross_entropy as C
 
 pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
@@ -57,3 +59,28 @@ def test_skipped_rows_cost_nothing_and_leave_the_kept_rows_as_they_were(dtype):
     loss, cache = C.cross_entropy_forward(z, np.where(keep, t, -100), label_smoothing=0.1)    # the op
     want = nll_all[keep].sum() / keep.sum()                     # float64 runs the twin: equal to 1e-12
     assert loss == np.asarray(want, dtype=dtype) if dtype == np.float32 else abs(loss - want) <= 1e-12 * want
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_in_parts_on_two_threads_are_the_bits_of_one_part(dtype, monkeypatch):
+    r = np.random.default_rng(11)
+    N, V = 301, 37
+    z = (r.standard_normal((N, V)) * 4).astype(dtype)
+    t, keep, w = r.integers(0, V, N), r.random(N) < 0.8, r.random(N)
+    monkeypatch.setattr(K, "PART_MIN", 10 * V)                   # parts of 10 rows and more
+    seen, real = [], threads.in_parts
+
+    def spy(work, n, min_part):
+        real(lambda sl: seen.append((sl.start, sl.stop)) or work(sl), n, min_part)
+    monkeypatch.setattr(threads, "in_parts", spy)
+    out = {}
+    for n in (1, 2):
+        with threads.limit(blas=1, numba=n):
+            nll, lse = kernels.get("cross_entropy_rows")(z, t, keep, 0.1)
+            out[n] = (nll, lse, kernels.get("cross_entropy_rows_backward")(z, t, lse, w * keep, 0.1))
+    if threads.available_cpus() >= 2:
+        assert sorted(seen) == sorted([(0, N)] * 2 + [(0, 150), (150, N)] * 2)
+    assert all(np.array_equal(a, b) for a, b in zip(out[1], out[2]))
+    want, logp = C._rows_numpy(z, t, 0.1)                        # and right, row by row
+    assert np.abs(out[2][0][keep] - want[keep]).max() <= TOL[dtype] * np.abs(want).max()
+    assert not out[2][0][~keep].any()
