@@ -79,6 +79,7 @@ KERNELS: dict[str, str] = {
     "fused_attention_forward": "fused_attention:fused_attention_forward",
     "fused_attention_backward": "fused_attention:fused_attention_backward",
     "adam_update": "adam:adam_update",
+    "adam_update_all": "adam:adam_update_all",
     "lstm_pointwise_forward": "lstm:lstm_pointwise_forward",
     "lstm_pointwise_backward": "lstm:lstm_pointwise_backward",
 }

@@ -17,6 +17,10 @@ beta, c, ldc)`` calls it, row major, with a, b, c the addresses of the first ele
 (``array.ctypes.data`` plus an offset) and alpha, beta float32: C (m, n) = alpha op(A)
 op(B) + beta C, op(A) (m, k), op(B) (k, n).
 
+``pointer_like(address, like)`` makes an address into a pointer to ``like``'s dtype, for
+``numba.carray``: a kernel given the addresses of many arrays (AdamW's parameters) walks
+them all in one call, without a list of arrays to build and check on every call.
+
 ``compiled_address(dispatcher)`` and ``call_compiled(address, args)`` call a kernel with
 one compiled signature (``per_dtype``'s) as that very machine code. A kernel called by
 name from another is compiled again into its caller, and LLVM optimised the inlined copy
@@ -80,6 +84,19 @@ def gemm(typingctx, address, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, b
         fnty = ir.FunctionType(ir.VoidType(), want)
         builder.call(builder.inttoptr(_int64(context, builder, args[0], signature.args[0]), fnty.as_pointer()), values)
         return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def pointer_like(typingctx, address, like):
+    """Numba-only: ``address`` as a pointer to ``like``'s dtype (``like`` an array)."""
+    if not isinstance(like, types.Array):
+        return None
+    sig = types.CPointer(like.dtype)(address, like)
+
+    def codegen(context, builder, signature, args):
+        ptr = context.get_value_type(signature.return_type)
+        return builder.inttoptr(_int64(context, builder, args[0], signature.args[0]), ptr)
     return sig, codegen
 
 

@@ -78,16 +78,41 @@ class Adam(Optimizer):
         lr, b1, b2, eps, t = float(self.lr), self.b1, self.b2, self.eps, self.t
         step = lr / (1.0 - b1 ** t)                # lr / (1 - b1^t): mhat's correction
         root_c2 = math.sqrt(1.0 - b2 ** t)         # sqrt(vhat) = sqrt(v) / root_c2
-        fused = kernels.get("adam_update")         # one Numba pass per parameter
-        for name, p, g in self.entries:
-            m, v = m_all[name], v_all[name]
+        fused, rest = self._fused(m_all, v_all)
+        if fused is not None:                      # one Numba call for every parameter it can take
+            addresses, sizes, like, wd = fused
+            decay, l2 = (lr * wd, 0.0 * wd) if self.decoupled else (0.0 * wd, wd)
+            kernels.get("adam_update_all")(addresses, sizes, like, decay, l2, step, b1, b2, root_c2, eps)
+        for name, p, g in rest:
             wd = self.weight_decay if self._decays[name] else 0.0
             decay, l2 = (lr * wd, 0.0) if self.decoupled else (0.0, wd)
-            arrays = (p, g, m, v)
-            if fused and all(a.flags.c_contiguous and a.dtype == p.dtype for a in arrays):
-                fused(*(a.reshape(-1) for a in arrays), step, b1, b2, root_c2, eps, decay, l2)
+            adam_update_numpy(p, g, m_all[name], v_all[name], step, b1, b2, root_c2, eps, decay, l2)
+
+    def _fused(self, m_all, v_all):
+        """((addresses (n, 4) int64 of p, g, m, v; sizes (n,); a 0-size array of their dtype;
+        weight decay (n,) float64) or None, the entries left to NumPy) for the moments m_all,
+        v_all; made again only when those (or an array in them) are replaced. The kernel
+        takes each parameter whose four arrays are C-contiguous in the first one's dtype."""
+        plan = getattr(self, "_plan", None)
+        if plan is None or plan["m"] is not m_all or plan["v"] is not v_all or any(
+                m_all[n] is not m or v_all[n] is not v for n, m, v in plan["moments"]):
+            take, rest = [], []
+            for name, p, g in self.entries:
+                arrays = (p, g, m_all[name], v_all[name])
+                ok = all(a.flags.c_contiguous and a.dtype == p.dtype for a in arrays)
+                (take if ok and (not take or p.dtype == take[0][1][0].dtype) else rest).append((name, p, g, arrays))
+            fused = None
+            if take and kernels.get("adam_update_all"):
+                fused = (np.array([[a.ctypes.data for a in arrays] for *_, arrays in take], dtype=np.int64),
+                         np.array([p.size for _, p, _, _ in take], dtype=np.int64),
+                         np.empty(0, take[0][1].dtype),
+                         np.array([self.weight_decay if self._decays[name] else 0.0 for name, *_ in take]))
             else:
-                adam_update_numpy(*arrays, step, b1, b2, root_c2, eps, decay, l2)
+                rest = take + rest
+            # the plan holds every array it has the address of, so none is freed under it
+            self._plan = plan = {"m": m_all, "v": v_all, "fused": fused, "rest": [e[:3] for e in rest],
+                                 "held": [e[3] for e in take], "moments": [(n, m_all[n], v_all[n]) for n, *_ in take]}
+        return plan["fused"], plan["rest"]
 
 
 def adam_update_numpy(p, g, m, v, step, b1, b2, root_c2, eps, decay, l2):
