@@ -213,25 +213,40 @@ def _ld(a):                                                     # row stride of 
     return a.strides[2] // a.itemsize
 
 
+@numba.njit(cache=True, inline="always")
+def _scores(fn, a, m, c, b, h, rows):
+    """c[b, h, r0:r1, :n] = a[b, h, r0:r1] m[b, h, :n]^T for each row block (r0, r1, n) of
+    rows: S = Q K^T, dP = dO V^T."""
+    one, zero = a.dtype.type(1.0), a.dtype.type(0.0)
+    for r in range(rows.shape[0]):
+        r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
+        calls.gemm(fn, calls.NO_TRANS, calls.TRANS, r1 - r0, n, a.shape[3], one, _at(a, b, h, r0, 0), _ld(a),
+                   _at(m, b, h, 0, 0), _ld(m), zero, _at(c, b, h, r0, 0), c.shape[3])
+
+
+@numba.njit(cache=True, inline="always")
+def _mix(fn, s, m, c, b, h, rows, alpha):
+    """c[b, h, r0:r1] = alpha s[b, h, r0:r1, :n] m[b, h, :n] for each row block: O = P V,
+    dQ = sc dS K."""
+    zero = s.dtype.type(0.0)
+    for r in range(rows.shape[0]):
+        r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
+        calls.gemm(fn, calls.NO_TRANS, calls.NO_TRANS, r1 - r0, m.shape[3], n, alpha, _at(s, b, h, r0, 0),
+                   s.shape[3], _at(m, b, h, 0, 0), _ld(m), zero, _at(c, b, h, r0, 0), _ld(c))
+
+
 def _forward_part(q, k, v, p, out, sc, causal, mask, bias, b0, b1, rows, fn, softmax):
     """The forward of batch rows b0 .. b1 in one call, through the GEMM at address fn
     (``calls.gemm``): per batch row, S = Q K^T per head and row block (rows (n, 3): first
     row, end row, keys seen), the softmax (``_softmax_jit``'s machine code, at address
     softmax), O = P V. The same products as ``np.matmul`` makes, the same softmax."""
-    H, D, S = q.shape[1], q.shape[3], k.shape[2]
-    one, zero = q.dtype.type(1.0), q.dtype.type(0.0)
+    H = q.shape[1]
     for b in range(b0, b1):
         for h in range(H):
-            for r in range(rows.shape[0]):
-                r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
-                calls.gemm(fn, calls.NO_TRANS, calls.TRANS, r1 - r0, n, D, one, _at(q, b, h, r0, 0), _ld(q),
-                           _at(k, b, h, 0, 0), _ld(k), zero, _at(p, b, h, r0, 0), S)
+            _scores(fn, q, k, p, b, h, rows)
         calls.call_compiled(softmax, (p[b:b + 1], sc, causal, mask, bias, b))
         for h in range(H):
-            for r in range(rows.shape[0]):
-                r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
-                calls.gemm(fn, calls.NO_TRANS, calls.NO_TRANS, r1 - r0, D, n, one, _at(p, b, h, r0, 0), S,
-                           _at(v, b, h, 0, 0), _ld(v), zero, _at(out, b, h, r0, 0), _ld(out))
+            _mix(fn, p, v, out, b, h, rows, q.dtype.type(1.0))
 
 
 def _backward_part(dout, q, k, v, p, ds, dq, dk, dv, sc, causal, mask, b0, b1, rows, keys, fn, backward):
@@ -239,21 +254,14 @@ def _backward_part(dout, q, k, v, p, ds, dq, dk, dv, sc, causal, mask, b0, b1, r
     dS (``_backward_jit``'s machine code at address backward, in ds), dQ = sc dS K per row
     block; dV = P^T dO and dK = sc dS^T Q per key block (keys (n, 3): first key, end key,
     first row that sees them)."""
-    H, D, S = q.shape[1], q.shape[3], k.shape[2]
-    T = q.shape[2]
+    H, T, D, S = q.shape[1], q.shape[2], q.shape[3], k.shape[2]
     one, zero = q.dtype.type(1.0), q.dtype.type(0.0)
     for b in range(b0, b1):
         for h in range(H):
-            for r in range(rows.shape[0]):
-                r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
-                calls.gemm(fn, calls.NO_TRANS, calls.TRANS, r1 - r0, n, D, one, _at(dout, b, h, r0, 0), _ld(dout),
-                           _at(v, b, h, 0, 0), _ld(v), zero, _at(ds, b, h, r0, 0), S)
+            _scores(fn, dout, v, ds, b, h, rows)
         calls.call_compiled(backward, (ds[b:b + 1], p[b:b + 1], causal, mask, b))
         for h in range(H):
-            for r in range(rows.shape[0]):
-                r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
-                calls.gemm(fn, calls.NO_TRANS, calls.NO_TRANS, r1 - r0, D, n, sc, _at(ds, b, h, r0, 0), S,
-                           _at(k, b, h, 0, 0), _ld(k), zero, _at(dq, b, h, r0, 0), _ld(dq))
+            _mix(fn, ds, k, dq, b, h, rows, sc)
             for c in range(keys.shape[0]):
                 c0, c1, r0 = keys[c, 0], keys[c, 1], keys[c, 2]
                 calls.gemm(fn, calls.TRANS, calls.NO_TRANS, c1 - c0, D, T - r0, one, _at(p, b, h, r0, c0), S,
