@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from . import threads
-from .attention import _exp, _row_max
+from .attention_rows import _exp, _row_max
 
 PART_MIN = 1 << 18          # logits per part on a thread, at least (see ``cross_entropy_rows``)
 

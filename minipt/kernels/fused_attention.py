@@ -9,7 +9,7 @@ Backward, from the stored P:
     dp_j = do_i . v_j,   dbias_ij = p_j (dp_j - sum_j dp_j p_j),   ds_j = scale dbias_ij
     dq_i = sum_j ds_j k_j,   dk_j += sum_i ds_ij q_i,   dv_j += sum_i p_ij do_i
 The causal half is never computed: row i stops at n_i rounded up to 8 (the few extra
-columns get p = 0). Masks and bias as in ``minipt.kernels.attention``, with its helpers.
+columns get p = 0). Masks and bias as in ``minipt.kernels.attention_rows``, with its helpers.
 
 Tiles. Queries go ``ROWS`` (16) at a time, and every product of a row tile runs four
 rows at a time, which share each load of the other operand: ``_rows_times`` (QK^T and
@@ -40,7 +40,7 @@ import numba
 import numpy as np
 
 from . import per_dtype
-from .attention import (
+from .attention_rows import (
     _exp_sum,
     _key_mask,
     _mask_and_bias,

@@ -11,6 +11,7 @@ import pytest
 
 from minipt import kernels
 from minipt.kernels import attention as A
+from minipt.kernels import attention_rows as R
 from minipt.kernels import calls
 
 GEMM = calls.gemm_address                                         # before any test patches it
@@ -50,8 +51,8 @@ def test_no_address_for_float64_other_dtypes_or_a_missing_symbol(monkeypatch):
 
 
 def test_a_kernel_called_by_address_is_that_kernel():
-    sig = A._softmax_signature(numba.float32)
-    address = calls.compiled_address(A._softmax_jit(np.dtype(np.float32)), sig)
+    sig = R._softmax_signature(numba.float32)
+    address = calls.compiled_address(R._softmax_jit(np.dtype(np.float32)), sig)
 
     @numba.njit
     def by_address(address, s, sc, mask, bias):
@@ -61,12 +62,12 @@ def test_a_kernel_called_by_address_is_that_kernel():
     s = (r.standard_normal((3, 2, 64, 64)) * 3).astype(np.float32)
     mask, bias = r.random((3, 64)) < 0.8, r.standard_normal((3, 2, 64, 64)).astype(np.float32)
     want = s.copy()
-    A._softmax_jit(np.dtype(np.float32))(want, np.float32(0.3), False, mask, bias, 0)
+    R._softmax_jit(np.dtype(np.float32))(want, np.float32(0.3), False, mask, bias, 0)
     got = s.copy()
     by_address(address, got, np.float32(0.3), mask, bias)
     assert np.array_equal(got, want) and not np.array_equal(got, s)
     with pytest.raises(TypeError, match="one compiled signature"):
-        calls.compiled_address(A._softmax_jit(np.dtype(np.float32)), A._softmax_signature(numba.float64))
+        calls.compiled_address(R._softmax_jit(np.dtype(np.float32)), R._softmax_signature(numba.float64))
 
 
 def views(B, H, T, S, D, dtype, seed):

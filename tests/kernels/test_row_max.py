@@ -1,4 +1,4 @@
-"""The attention and cross-entropy kernels' row max (minipt.kernels.attention._row_max), an
+"""The attention and cross-entropy kernels' row max (minipt.kernels.attention_rows._row_max), an
 integer max over the floats' bits: the exact max of row[:n] for every sign, zero, tiny,
 huge, infinite and masked (-1e30) value, in float32 and float64."""
 import numba
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from minipt import kernels
-from minipt.kernels.attention import _row_max
+from minipt.kernels.attention_rows import _row_max
 
 pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
 
