@@ -91,11 +91,10 @@ class Adam(Optimizer):
     def _fused(self, m_all, v_all):
         """((addresses (n, 4) int64 of p, g, m, v; sizes (n,); a 0-size array of their dtype;
         weight decay (n,) float64) or None, the entries left to NumPy) for the moments m_all,
-        v_all; made again only when those (or an array in them) are replaced. The kernel
+        v_all; made again when an array in them was replaced (a loaded state). The kernel
         takes each parameter whose four arrays are C-contiguous in the first one's dtype."""
         plan = getattr(self, "_plan", None)
-        if plan is None or plan["m"] is not m_all or plan["v"] is not v_all or any(
-                m_all[n] is not m or v_all[n] is not v for n, m, v in plan["moments"]):
+        if plan is None or any(m_all[n] is not m or v_all[n] is not v for n, m, v in plan["moments"]):
             take, rest = [], []
             for name, p, g in self.entries:
                 arrays = (p, g, m_all[name], v_all[name])
@@ -110,8 +109,8 @@ class Adam(Optimizer):
             else:
                 rest = take + rest
             # the plan holds every array it has the address of, so none is freed under it
-            self._plan = plan = {"m": m_all, "v": v_all, "fused": fused, "rest": [e[:3] for e in rest],
-                                 "held": [e[3] for e in take], "moments": [(n, m_all[n], v_all[n]) for n, *_ in take]}
+            self._plan = plan = {"fused": fused, "rest": [e[:3] for e in rest], "held": [e[3] for e in take],
+                                 "moments": [(n, m_all[n], v_all[n]) for n, *_ in self.entries]}
         return plan["fused"], plan["rest"]
 
 
