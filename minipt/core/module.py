@@ -93,8 +93,12 @@ class Module:
 
     # -- training state -----------------------------------------------------------
     def zero_grad(self) -> None:
-        for _, g in self.named_grads():
-            g.fill(0)
+        stack = [self]                                    # the tree, walked without building names
+        while stack:
+            mod = stack.pop()
+            for g in mod.grads.values():
+                g.fill(0)                                 # a tied gradient twice: still zero
+            stack.extend(child for _, child in mod.children())
 
     def train(self, mode: bool = True) -> "Module":
         for _, mod in self.named_modules():

@@ -158,5 +158,11 @@ def get(name: str):
     threads.refresh()
     if not ENABLED or name not in KERNELS:
         return None
-    module, func = KERNELS[name].split(":")
-    return getattr(importlib.import_module(f".{module}", __name__), func)
+    found = _found.get(name)
+    if found is None:                             # the module imported once; its attribute read each time
+        module, func = KERNELS[name].split(":")
+        found = _found[name] = (importlib.import_module(f".{module}", __name__), func)
+    return getattr(*found)
+
+
+_found: dict = {}

@@ -35,6 +35,23 @@ def test_tied_gradients_accumulate_both_uses():
     assert res.passed, str(res)
 
 
+def test_zero_grad_zeroes_every_gradient_nested_listed_and_tied():
+    class Outer(Module):
+        def __init__(self, rng):
+            super().__init__()
+            self.pair = TiedPair(rng)                                    # nested, with a tie
+            self.layers = [Linear(4, 4, rng=rng), Linear(4, 2, rng=rng)]   # children in a list
+            self.add_param("scale", np.ones(2))
+    m = Outer(np.random.default_rng(0))
+    grads = [g for _, mod in m.named_modules() for g in mod.grads.values()]
+    assert len(grads) == 8
+    for g in grads:
+        g[...] = 3.0
+    m.zero_grad()
+    assert all(not g.any() for g in grads)
+    assert m.pair.second.grads["weight"] is m.pair.first.grads["weight"]   # the tie kept
+
+
 def test_load_state_dict_names_first_mismatch():
     m = Linear(3, 2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match=r"weight: model has shape \(2, 3\)"):
