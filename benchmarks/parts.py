@@ -46,7 +46,7 @@ PARTS = ("matmuls", "attention", "norms", "activations", "loss", "optimiser", "e
 MINIPT_RULES = (  # (part, substrings of "path:function"), first match wins
     ("matmuls", ("minipt/ops/linear.py",)),
     ("attention", ("minipt/ops/attention.py", "minipt/ops/relative_attention.py", "minipt/kernels/attention.py",
-                   "minipt/kernels/attention_rows.py",
+                   "minipt/kernels/attention_rows.py", "minipt/kernels/tiles.py",
                    "minipt/kernels/fused_attention.py")),
     ("norms", ("minipt/ops/norms.py", "minipt/kernels/layernorm.py")),
     ("activations", ("minipt/ops/activations.py", "minipt/kernels/gelu")),

@@ -22,11 +22,21 @@ of the same steps through ``np.matmul``, with the same bits (BERT, GPT, T5 at S,
 float64, and shapes NumPy would not send to GEMM, keep ``np.matmul``. Causal products stop at the
 keys a block of rows can see (``ROW_BLOCKS``), 5/8 of the full square. The timings
 against the fused kernel and torch are in ``minipt.ops.attention``.
+
+The backward goes one head of one batch row at a time, so that its P (written by the
+forward, read back from memory) and its dS (in a buffer of one head, used again for the
+next, unless a bias needs the dS of every row) are still in cache when dV = P^T dO and
+dK = sc dS^T Q read them down their columns. Products past OpenBLAS's small-matrix
+kernels (O = P V, dQ, dV and dK at T 256, D 32) go to the register tiles
+(``minipt.kernels.tiles``), which sum in OpenBLAS's order: the same bits. Whole steps
+against the previous order with OpenBLAS alone, in alternating rounds in one process (a
+noisy host; 6-10 rounds): BERT M 1.02x / L 1.06x, GPT M 1.05x / L 1.02x, T5 M 1.01x /
+L 1.03x as fast; the tiles' share, on against off: BERT L 1.047x, T5 L 1.020x.
 """
 import numba
 import numpy as np
 
-from . import calls, per_dtype, threads
+from . import calls, per_dtype, threads, tiles
 from .attention_rows import (
     _backward_jit,
     _backward_signature,
@@ -48,71 +58,90 @@ def _ld(a):                                                     # row stride of 
 
 
 @numba.njit(cache=True, inline="always")
-def _scores(fn, a, m, c, b, h, rows):
-    """c[b, h, r0:r1, :n] = a[b, h, r0:r1] m[b, h, :n]^T for each row block (r0, r1, n) of
+def _scores(fn, a, m, c, b, h, cb, ch, rows):
+    """c[cb, ch, r0:r1, :n] = a[b, h, r0:r1] m[b, h, :n]^T for each row block (r0, r1, n) of
     rows: S = Q K^T, dP = dO V^T."""
     one, zero = a.dtype.type(1.0), a.dtype.type(0.0)
     for r in range(rows.shape[0]):
         r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
         calls.gemm(fn, calls.NO_TRANS, calls.TRANS, r1 - r0, n, a.shape[3], one, _at(a, b, h, r0, 0), _ld(a),
-                   _at(m, b, h, 0, 0), _ld(m), zero, _at(c, b, h, r0, 0), c.shape[3])
+                   _at(m, b, h, 0, 0), _ld(m), zero, _at(c, cb, ch, r0, 0), c.shape[3])
 
 
 @numba.njit(cache=True, inline="always")
-def _mix(fn, s, m, c, b, h, rows, alpha):
-    """c[b, h, r0:r1] = alpha s[b, h, r0:r1, :n] m[b, h, :n] for each row block: O = P V,
-    dQ = sc dS K."""
-    zero = s.dtype.type(0.0)
+def _mix(fn, tab, s, m, c, b, h, sb, sh, rows, alpha):
+    """c[b, h, r0:r1] = alpha s[sb, sh, r0:r1, :n] m[b, h, :n] for each row block: O = P V,
+    dQ = sc dS K; by the tiles (``tiles.product``) where they take the product."""
+    zero, D = s.dtype.type(0.0), m.shape[3]
     for r in range(rows.shape[0]):
         r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
-        calls.gemm(fn, calls.NO_TRANS, calls.NO_TRANS, r1 - r0, m.shape[3], n, alpha, _at(s, b, h, r0, 0),
-                   s.shape[3], _at(m, b, h, 0, 0), _ld(m), zero, _at(c, b, h, r0, 0), _ld(c))
+        if tiles.fits(tab, r1 - r0, D, n):
+            tiles.product(tab, r1 - r0, D, n, alpha, _at(s, sb, sh, r0, 0), s.shape[3], 1, _at(m, b, h, 0, 0),
+                          _ld(m), _at(c, b, h, r0, 0), _ld(c))
+        else:
+            calls.gemm(fn, calls.NO_TRANS, calls.NO_TRANS, r1 - r0, D, n, alpha, _at(s, sb, sh, r0, 0), s.shape[3],
+                       _at(m, b, h, 0, 0), _ld(m), zero, _at(c, b, h, r0, 0), _ld(c))
 
 
-def _forward_part(q, k, v, p, out, sc, causal, mask, bias, b0, b1, rows, fn, softmax):
+@numba.njit(cache=True, inline="always")
+def _gather(fn, tab, s, m, c, b, h, sb, sh, keys, T, alpha):
+    """c[b, h, c0:c1] = alpha s[sb, sh, r0:, c0:c1]^T m[b, h, r0:] for each key block (c0,
+    c1, r0): dV = P^T dO, dK = sc dS^T Q; by the tiles where they take the product."""
+    zero, D, S = s.dtype.type(0.0), m.shape[3], s.shape[3]
+    for kb in range(keys.shape[0]):
+        c0, c1, r0 = keys[kb, 0], keys[kb, 1], keys[kb, 2]
+        if tiles.fits(tab, c1 - c0, D, T - r0):
+            tiles.product(tab, c1 - c0, D, T - r0, alpha, _at(s, sb, sh, r0, c0), 1, S, _at(m, b, h, r0, 0),
+                          _ld(m), _at(c, b, h, c0, 0), _ld(c))
+        else:
+            calls.gemm(fn, calls.TRANS, calls.NO_TRANS, c1 - c0, D, T - r0, alpha, _at(s, sb, sh, r0, c0), S,
+                       _at(m, b, h, r0, 0), _ld(m), zero, _at(c, b, h, c0, 0), _ld(c))
+
+
+def _forward_part(q, k, v, p, out, sc, causal, mask, bias, b0, b1, rows, fn, tab, softmax):
     """The forward of batch rows b0 .. b1 in one call, through the GEMM at address fn
-    (``calls.gemm``): per batch row, S = Q K^T per head and row block (rows (n, 3): first
-    row, end row, keys seen), the softmax (``_softmax_jit``'s machine code, at address
-    softmax), O = P V. The same products as ``np.matmul`` makes, the same softmax."""
+    (``calls.gemm``) and the tiles (``tab``, ``minipt.kernels.tiles``): per batch row,
+    S = Q K^T per head and row block (rows (n, 3): first row, end row, keys seen), the
+    softmax (``_softmax_jit``'s machine code, at address softmax), O = P V. The bits of
+    the products ``np.matmul`` makes, and the same softmax."""
     H = q.shape[1]
     for b in range(b0, b1):
         for h in range(H):
-            _scores(fn, q, k, p, b, h, rows)
+            _scores(fn, q, k, p, b, h, b, h, rows)
         calls.call_compiled(softmax, (p[b:b + 1], sc, causal, mask, bias, b))
         for h in range(H):
-            _mix(fn, p, v, out, b, h, rows, q.dtype.type(1.0))
+            _mix(fn, tab, p, v, out, b, h, b, h, rows, q.dtype.type(1.0))
 
 
-def _backward_part(dout, q, k, v, p, ds, dq, dk, dv, sc, causal, mask, b0, b1, rows, keys, fn, backward):
-    """The backward of batch rows b0 .. b1 in one call, as ``_forward_part``: dP = dO V^T,
-    dS (``_backward_jit``'s machine code at address backward, in ds), dQ = sc dS K per row
-    block; dV = P^T dO and dK = sc dS^T Q per key block (keys (n, 3): first key, end key,
-    first row that sees them)."""
-    H, T, D, S = q.shape[1], q.shape[2], q.shape[3], k.shape[2]
-    one, zero = q.dtype.type(1.0), q.dtype.type(0.0)
+def _backward_part(dout, q, k, v, p, ds, dq, dk, dv, sc, causal, mask, b0, b1, rows, keys, fn, tab, backward):
+    """The backward of batch rows b0 .. b1 in one call, as ``_forward_part``, one head of one
+    batch row at a time, so that its P and dS are still in cache for the products that read
+    them down their columns: dP = dO V^T, dS (``_backward_jit``'s machine code at address
+    backward), dQ = sc dS K per row block; dV = P^T dO and dK = sc dS^T Q per key block
+    (keys (n, 3): first key, end key, first row that sees them). dS goes to ds (B, H, T, S)
+    when it has rows (a bias's gradient needs them all), else to one head's buffer."""
+    H, T = q.shape[1], q.shape[2]
+    full = ds.shape[0] > 0
+    work = ds if full else np.empty((1, 1, T, p.shape[3]), dtype=q.dtype)
     for b in range(b0, b1):
         for h in range(H):
-            _scores(fn, dout, v, ds, b, h, rows)
-        calls.call_compiled(backward, (ds[b:b + 1], p[b:b + 1], causal, mask, b))
-        for h in range(H):
-            _mix(fn, ds, k, dq, b, h, rows, sc)
-            for c in range(keys.shape[0]):
-                c0, c1, r0 = keys[c, 0], keys[c, 1], keys[c, 2]
-                calls.gemm(fn, calls.TRANS, calls.NO_TRANS, c1 - c0, D, T - r0, one, _at(p, b, h, r0, c0), S,
-                           _at(dout, b, h, r0, 0), _ld(dout), zero, _at(dv, b, h, c0, 0), _ld(dv))
-                calls.gemm(fn, calls.TRANS, calls.NO_TRANS, c1 - c0, D, T - r0, sc, _at(ds, b, h, r0, c0), S,
-                           _at(q, b, h, r0, 0), _ld(q), zero, _at(dk, b, h, c0, 0), _ld(dk))
+            sb, sh = (b, h) if full else (0, 0)
+            _scores(fn, dout, v, work, b, h, sb, sh, rows)
+            calls.call_compiled(backward, (work[sb:sb + 1, sh:sh + 1], p[b:b + 1, h:h + 1], causal, mask, b))
+            _mix(fn, tab, work, k, dq, b, h, sb, sh, rows, sc)
+            _gather(fn, tab, p, dout, dv, b, h, b, h, keys, T, q.dtype.type(1.0))
+            _gather(fn, tab, work, q, dk, b, h, sb, sh, keys, T, sc)
 
 
 def _forward_part_signature(t):
     a4, c4, i = t[:, :, :, :], t[:, :, :, ::1], numba.int64
-    return numba.void(a4, a4, a4, c4, a4, t, numba.boolean, numba.boolean[:, :], a4, i, i, i[:, ::1], i, i)
+    return numba.void(a4, a4, a4, c4, a4, t, numba.boolean, numba.boolean[:, :], a4, i, i, i[:, ::1], i, i[::1], i)
 
 
 def _backward_part_signature(t):
     a4, c4, i = t[:, :, :, :], t[:, :, :, ::1], numba.int64
     return numba.void(a4, a4, a4, a4, c4, c4, a4, a4, a4, t, numba.boolean, numba.boolean[:, :], i, i, i[:, ::1],
-                      i[:, ::1], i, i)
+                      i[:, ::1], i, i[::1], i)
 
 
 _PART_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -184,7 +213,7 @@ def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
         kernel, rows = _forward_part_jit(q.dtype), np.array(blocks, dtype=np.int64)
         softmax = _address(_softmax_jit, _softmax_signature, q.dtype)
         threads.in_parts(lambda b: kernel(q, k, v, p, out, q.dtype.type(scale), bool(causal), mask, bias, b.start,
-                                          b.stop, rows, fn, softmax), B)
+                                          b.stop, rows, fn, tiles.table(), softmax), B)
         return out, p
     softmax = _softmax_jit(q.dtype)
 
@@ -206,7 +235,6 @@ def blas_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=Fal
     B, H, T, D = q.shape
     S = k.shape[2]
     dq, dk, dv = out if out is not None else (np.empty_like(q), np.empty_like(k), np.empty_like(v))
-    ds = np.empty(p.shape, dtype=q.dtype)                         # dP, then dS
     mask = _mask_and_bias(mask, None, S, q.dtype)[0]
     sc = q.dtype.type(scale)
     rows, keys = _row_blocks(T, S, causal), _key_blocks(T, S, causal)
@@ -214,10 +242,12 @@ def blas_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=Fal
     if fn:
         kernel, r, c = _backward_part_jit(q.dtype), np.array(rows, dtype=np.int64), np.array(keys, dtype=np.int64)
         backward = _address(_backward_jit, _backward_signature, q.dtype)
+        ds = np.empty(p.shape if bias else (0, *p.shape[1:]), dtype=q.dtype)   # no bias: one head's dS at a time
         threads.in_parts(lambda b: kernel(dout, q, k, v, p, ds, dq, dk, dv, sc, bool(causal), mask, b.start, b.stop,
-                                          r, c, fn, backward), B)
+                                          r, c, fn, tiles.table(), backward), B)
         return dq, dk, dv, ds if bias else None
     backward = _backward_jit(q.dtype)
+    ds = np.empty(p.shape, dtype=q.dtype)                         # dP, then dS
 
     def part(b):
         for r0, r1, n in rows:                                    # dP = dO V^T

@@ -127,5 +127,26 @@ def call_compiled(typingctx, address, args):
     return sig, codegen
 
 
+@intrinsic
+def call_c(typingctx, address, args):
+    """Numba-only: call the C function at ``address`` with the tuple ``args`` (integers
+    passed as 64-bit, float32 as float); it returns nothing (``minipt.kernels.tiles``)."""
+    if not isinstance(args, types.BaseTuple) or any(t not in types.integer_domain and t != types.float32
+                                                     for t in args.types):
+        return None
+    sig = types.void(address, args)
+
+    def codegen(context, builder, signature, llargs):
+        values, want = [], []
+        for i, ty in enumerate(signature.args[1].types):
+            value = builder.extract_value(llargs[1], i)
+            values.append(value if ty == types.float32 else _int64(context, builder, value, ty))
+            want.append(value.type if ty == types.float32 else ir.IntType(64))
+        fnty = ir.FunctionType(ir.VoidType(), want)
+        builder.call(builder.inttoptr(_int64(context, builder, llargs[0], signature.args[0]), fnty.as_pointer()), values)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 def _int64(context, builder, value, ty):
     return context.cast(builder, value, ty, types.int64)

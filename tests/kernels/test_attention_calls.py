@@ -91,7 +91,8 @@ def both_routes(monkeypatch, q, k, v, dout, causal, mask, bias):
     return results
 
 
-@pytest.mark.parametrize("B,H,T,S,D", [(3, 2, 17, 17, 8), (2, 3, 16, 40, 8), (2, 2, 64, 64, 16)])
+@pytest.mark.parametrize("B,H,T,S,D", [(3, 2, 17, 17, 8), (2, 3, 16, 40, 8), (2, 2, 64, 64, 16),
+                                       (1, 2, 256, 256, 32), (2, 1, 130, 300, 40)])   # the last two: tiles
 def test_the_part_kernels_give_the_bits_of_np_matmul(monkeypatch, B, H, T, S, D):
     dtype = np.float32
     r = np.random.default_rng(T + S)

@@ -1,0 +1,189 @@
+"""A float32 GEMM for attention's products, C = alpha A B, in register tiles written as
+LLVM IR (built with llvmlite, Numba's own code generator, and compiled on first use),
+called from inside the attention part kernels (``minipt.kernels.attention``) without
+Python's lock. Its twin is OpenBLAS's GEMM (``calls.gemm``), which it equals bit for bit
+where it is used.
+
+The tile. One call computes a block of ROWS x COLS = 12 x 32 of C (fewer at the edges):
+24 accumulators of 16 float32 lanes each (AVX-512 registers), and for each k in order one
+row of B (two vectors, masked at a ragged right edge) times one broadcast element of A per
+row, added by a fused multiply-add:
+
+    acc[i, j] = fma(A[i, k], B[k, j], acc[i, j]) for k = 0, 1, ..., K - 1, from acc = 0;
+    C[i, j] = alpha acc[i, j].
+
+Why the same bits as OpenBLAS. Its SkylakeX kernels accumulate each element of C in that
+very order, one FMA per k from zero, when a product is past its small-matrix limit (M N K
+above 100^3: below it, kernels of their own take over, and some of their edge elements
+are summed otherwise) and K fits in one of its k-panels (K up to 448 here; a longer K is
+summed panel by panel). ``fits`` lets the tiles take exactly those products; every other
+product keeps calling OpenBLAS. tests/kernels/test_tiles.py compares the two over a grid
+of shapes, the three layouts attention uses and both scales, on one thread and two.
+
+Why faster. For attention's shapes (a K or N of one head, 32 or 64) OpenBLAS first zeroes C
+(beta = 0), packs A and B, and runs its kernel on C again; a tile writes each element of
+C once and reads A and B where they lie. One thread, in cache, T 256, D 32 (BERT L's
+heads): P V 28.6 against 40.2 us, P^T dO 29.2 against 36.6. Inside a BERT L step, timed
+per phase with the CPU's cycle counter (a part of the batch, one layer): P V 0.91 against
+1.21 ms, dS K 0.93-1.03 against 1.19-1.21, and, with the backward one head at a time
+(``attention._backward_part``), P^T dO 0.82-0.84 against 1.07 and dS^T Q 0.96-1.00
+against 1.13-1.18. Q K^T stays on OpenBLAS: the tile needs K^T laid out first, and lost
+(1.99 against 1.72 ms). Below OpenBLAS's small-matrix limit its own kernels were as fast
+or faster (128 x 32 x 128: 8.1 against 7.8 us).
+
+Only with AVX-512 (``avx512f`` among the CPU's features): the 24 accumulators need 32
+vector registers; on AVX2 the same tile would spill, and OpenBLAS keeps every product.
+``table()`` is then empty, as it is when ``MINIPT_TILES=0`` or a first check against
+NumPy's matmul finds a single bit apart (a NumPy built on another BLAS).
+"""
+from __future__ import annotations
+
+import os
+
+import numba
+import numpy as np
+
+from . import calls
+
+ROWS, LANES, VECTORS = 12, 16, 2
+COLS = LANES * VECTORS
+SMALL = 100 ** 3                 # OpenBLAS's own small-matrix kernels up to this M N K
+PANEL = 448                      # the longest K OpenBLAS sums in one k-panel
+_state: dict = {"table": None, "engine": None}
+
+
+def _tile_ir(rows: int):
+    """LLVM IR of ``tile_<rows>(a, sai, sak, b, ldb, c, ldc, k, n, alpha)``: C[:rows, :n] =
+    alpha A B with n <= COLS, k >= 1; a, b, c addresses; A(i, k) at a + 4 (i sai + k sak),
+    B(k, j) at b + 4 (k ldb + j), C(i, j) at c + 4 (i ldc + j)."""
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+
+    f32, i64, i32, i1 = ir.FloatType(), ir.IntType(64), ir.IntType(32), ir.IntType(1)
+    vf, vi, vb = ir.VectorType(f32, LANES), ir.VectorType(i32, LANES), ir.VectorType(i1, LANES)
+    pf, pv = f32.as_pointer(), vf.as_pointer()
+    mod = ir.Module(name=f"tile_{rows}")
+    mod.triple = llvm.get_process_triple()
+    fma = ir.Function(mod, ir.FunctionType(vf, [vf, vf, vf]), name="llvm.fma.v16f32")
+    load = ir.Function(mod, ir.FunctionType(vf, [pv, i32, vb, vf]), name="llvm.masked.load.v16f32.p0v16f32")
+    store = ir.Function(mod, ir.FunctionType(ir.VoidType(), [vf, pv, i32, vb]), name="llvm.masked.store.v16f32.p0v16f32")
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [i64] * 9 + [f32]), name=f"tile_{rows}")
+    a, sai, sak, b, ldb, c, ldc, k_end, n, alpha = fn.args
+    entry, loop, done = fn.append_basic_block("entry"), fn.append_basic_block("loop"), fn.append_basic_block("done")
+
+    def splat(bd, x, vec, lanes):
+        one = bd.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(i32, 0))
+        return bd.shuffle_vector(one, ir.Constant(vec, ir.Undefined), ir.Constant(lanes, [0] * LANES))
+
+    bd = ir.IRBuilder(entry)
+    ap, bp, cp = bd.inttoptr(a, pf), bd.inttoptr(b, pf), bd.inttoptr(c, pf)
+    width = splat(bd, bd.trunc(n, i32), vi, vi)
+    masks = [bd.icmp_signed("<", ir.Constant(vi, [LANES * v + j for j in range(LANES)]), width) for v in range(VECTORS)]
+    zero, four = ir.Constant(vf, [0.0] * LANES), ir.Constant(i32, 4)
+    bd.branch(loop)
+
+    bl = ir.IRBuilder(loop)                                                  # one k per pass
+    k = bl.phi(i64)
+    acc = [[bl.phi(vf) for _ in range(VECTORS)] for _ in range(rows)]
+    brow = bl.gep(bp, [bl.mul(k, ldb)])
+    bvec = [bl.call(load, [bl.bitcast(bl.gep(brow, [ir.Constant(i64, LANES * v)]), pv), four, masks[v], zero])
+            for v in range(VECTORS)]
+    acol = bl.gep(ap, [bl.mul(k, sak)])
+    new = []
+    for i in range(rows):
+        x = splat(bl, bl.load(bl.gep(acol, [bl.mul(ir.Constant(i64, i), sai)])), vf, vi)
+        new.append([bl.call(fma, [x, bvec[v], acc[i][v]]) for v in range(VECTORS)])
+    k_next = bl.add(k, ir.Constant(i64, 1))
+    k.add_incoming(ir.Constant(i64, 0), entry)
+    k.add_incoming(k_next, loop)
+    for i in range(rows):
+        for v in range(VECTORS):
+            acc[i][v].add_incoming(zero, entry)
+            acc[i][v].add_incoming(new[i][v], loop)
+    bl.cbranch(bl.icmp_signed("<", k_next, k_end), loop, done)
+
+    bd = ir.IRBuilder(done)
+    scale = splat(bd, alpha, vf, vi)
+    for i in range(rows):
+        crow = bd.gep(cp, [bd.mul(ir.Constant(i64, i), ldc)])
+        for v in range(VECTORS):
+            at = bd.bitcast(bd.gep(crow, [ir.Constant(i64, LANES * v)]), pv)
+            bd.call(store, [bd.fmul(scale, new[i][v]), at, four, masks[v]])
+    bd.ret_void()
+    return mod
+
+
+def _compile() -> np.ndarray:
+    """Compile tile_1 .. tile_ROWS; -> their addresses, indexed by rows (entry 0 unused)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
+    module = llvm.parse_assembly(str(_tile_ir(1)))
+    for rows in range(2, ROWS + 1):
+        module.link_in(llvm.parse_assembly(str(_tile_ir(rows))))
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    _state["engine"] = engine                                 # the machine code lives as long as it
+    return np.array([0] + [engine.get_function_address(f"tile_{r}") for r in range(1, ROWS + 1)], dtype=np.int64)
+
+
+def _avx512() -> bool:
+    import llvmlite.binding as llvm
+    return llvm.get_host_cpu_features().get("avx512f", False)
+
+
+def table() -> np.ndarray:
+    """The tiles' addresses for ``product`` (int64, indexed by rows), made and checked at the
+    first call; empty when the tiles are off (see the module docstring)."""
+    if _state["table"] is None:
+        _state["table"] = np.zeros(0, dtype=np.int64)
+        if os.environ.get("MINIPT_TILES", "1") != "0" and _avx512():
+            tab = _compile()
+            if _agrees(tab):
+                _state["table"] = tab
+    return _state["table"]
+
+
+@numba.njit(cache=True, inline="always")
+def fits(tab, m, n, k) -> bool:
+    """Whether the tiles take the product C (m, n) = A (m, k) B (k, n): they are there and
+    OpenBLAS would sum it in their order (past its small kernels, one k-panel)."""
+    return tab.shape[0] > 1 and m * n * k > SMALL and k <= PANEL
+
+
+@numba.njit(cache=True, inline="always")
+def product(tab, m, n, k, alpha, a, sai, sak, b, ldb, c, ldc):
+    """C[:m, :n] = alpha A B (float32), tile by tile; arguments as ``_tile_ir``'s, strides
+    in elements."""
+    for j0 in range(0, n, COLS):
+        w = min(COLS, n - j0)
+        for i0 in range(0, m, ROWS):
+            h = min(ROWS, m - i0)
+            calls.call_c(tab[h], (a + 4 * i0 * sai, sai, sak, b + 4 * j0, ldb, c + 4 * (i0 * ldc + j0), ldc,
+                                  k, w, alpha))
+
+
+@numba.njit(cache=True, nogil=True)
+def matmul(tab, a, b, alpha):
+    """alpha a @ b for float32 matrices a (m, k), any strides, and b (k, n) with unit columns:
+    ``product`` from Python, for the first check and the tests."""
+    out = np.empty((a.shape[0], b.shape[1]), dtype=np.float32)
+    product(tab, a.shape[0], b.shape[1], a.shape[1], alpha, a.ctypes.data, a.strides[0] // 4, a.strides[1] // 4,
+            b.ctypes.data, b.strides[0] // 4, out.ctypes.data, b.shape[1])
+    return out
+
+
+def _agrees(tab) -> bool:
+    """Every layout attention uses, on shapes the tiles take, equal to NumPy's matmul."""
+    rng = np.random.default_rng(0)
+    for m, n, k in ((256, 32, 256), (200, 100, 64), (300, 33, 448), (130, 257, 40)):
+        a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+        at = np.ascontiguousarray(a.T).T                                     # A read down its columns
+        for x in (a, at):
+            if not np.array_equal(matmul(tab, x, b, np.float32(1.0)), x @ b):
+                return False
+    return True
