@@ -93,12 +93,9 @@ class Module:
 
     # -- training state -----------------------------------------------------------
     def zero_grad(self) -> None:
-        stack = [self]                                    # the tree, walked without building names
-        while stack:
-            mod = stack.pop()
+        for _, mod in self.named_modules():               # no name per parameter, as named_grads builds
             for g in mod.grads.values():
                 g.fill(0)                                 # a tied gradient twice: still zero
-            stack.extend(child for _, child in mod.children())
 
     def train(self, mode: bool = True) -> "Module":
         for _, mod in self.named_modules():

@@ -210,10 +210,10 @@ def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     blocks = _row_blocks(T, S, causal)
     fn = _gemm_for(q.dtype, blocks, _key_blocks(T, S, causal), T, D, [q, k, v, out], [(q, k)])
     if fn:
-        kernel, rows = _forward_part_jit(q.dtype), np.array(blocks, dtype=np.int64)
+        kernel, rows, tab = _forward_part_jit(q.dtype), np.array(blocks, dtype=np.int64), tiles.table()
         softmax = _address(_softmax_jit, _softmax_signature, q.dtype)
         threads.in_parts(lambda b: kernel(q, k, v, p, out, q.dtype.type(scale), bool(causal), mask, bias, b.start,
-                                          b.stop, rows, fn, tiles.table(), softmax), B)
+                                          b.stop, rows, fn, tab, softmax), B)
         return out, p
     softmax = _softmax_jit(q.dtype)
 
@@ -243,8 +243,9 @@ def blas_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=Fal
         kernel, r, c = _backward_part_jit(q.dtype), np.array(rows, dtype=np.int64), np.array(keys, dtype=np.int64)
         backward = _address(_backward_jit, _backward_signature, q.dtype)
         ds = np.empty(p.shape if bias else (0, *p.shape[1:]), dtype=q.dtype)   # no bias: one head's dS at a time
+        tab = tiles.table()
         threads.in_parts(lambda b: kernel(dout, q, k, v, p, ds, dq, dk, dv, sc, bool(causal), mask, b.start, b.stop,
-                                          r, c, fn, tiles.table(), backward), B)
+                                          r, c, fn, tab, backward), B)
         return dq, dk, dv, ds if bias else None
     backward = _backward_jit(q.dtype)
     ds = np.empty(p.shape, dtype=q.dtype)                         # dP, then dS

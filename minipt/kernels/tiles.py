@@ -39,6 +39,7 @@ NumPy's matmul finds a single bit apart (a NumPy built on another BLAS).
 from __future__ import annotations
 
 import os
+import threading
 
 import numba
 import numpy as np
@@ -50,6 +51,7 @@ COLS = LANES * VECTORS
 SMALL = 100 ** 3                 # OpenBLAS's own small-matrix kernels up to this M N K
 PANEL = 448                      # the longest K OpenBLAS sums in one k-panel
 _state: dict = {"table": None, "engine": None}
+_building = threading.Lock()
 
 
 def _tile_ir(rows: int):
@@ -71,13 +73,13 @@ def _tile_ir(rows: int):
     a, sai, sak, b, ldb, c, ldc, k_end, n, alpha = fn.args
     entry, loop, done = fn.append_basic_block("entry"), fn.append_basic_block("loop"), fn.append_basic_block("done")
 
-    def splat(bd, x, vec, lanes):
+    def splat(bd, x, vec):                                   # x in every lane of a vec
         one = bd.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(i32, 0))
-        return bd.shuffle_vector(one, ir.Constant(vec, ir.Undefined), ir.Constant(lanes, [0] * LANES))
+        return bd.shuffle_vector(one, ir.Constant(vec, ir.Undefined), ir.Constant(vi, [0] * LANES))
 
     bd = ir.IRBuilder(entry)
     ap, bp, cp = bd.inttoptr(a, pf), bd.inttoptr(b, pf), bd.inttoptr(c, pf)
-    width = splat(bd, bd.trunc(n, i32), vi, vi)
+    width = splat(bd, bd.trunc(n, i32), vi)
     masks = [bd.icmp_signed("<", ir.Constant(vi, [LANES * v + j for j in range(LANES)]), width) for v in range(VECTORS)]
     zero, four = ir.Constant(vf, [0.0] * LANES), ir.Constant(i32, 4)
     bd.branch(loop)
@@ -91,7 +93,7 @@ def _tile_ir(rows: int):
     acol = bl.gep(ap, [bl.mul(k, sak)])
     new = []
     for i in range(rows):
-        x = splat(bl, bl.load(bl.gep(acol, [bl.mul(ir.Constant(i64, i), sai)])), vf, vi)
+        x = splat(bl, bl.load(bl.gep(acol, [bl.mul(ir.Constant(i64, i), sai)])), vf)
         new.append([bl.call(fma, [x, bvec[v], acc[i][v]]) for v in range(VECTORS)])
     k_next = bl.add(k, ir.Constant(i64, 1))
     k.add_incoming(ir.Constant(i64, 0), entry)
@@ -103,7 +105,7 @@ def _tile_ir(rows: int):
     bl.cbranch(bl.icmp_signed("<", k_next, k_end), loop, done)
 
     bd = ir.IRBuilder(done)
-    scale = splat(bd, alpha, vf, vi)
+    scale = splat(bd, alpha, vf)
     for i in range(rows):
         crow = bd.gep(cp, [bd.mul(ir.Constant(i64, i), ldc)])
         for v in range(VECTORS):
@@ -138,12 +140,15 @@ def _avx512() -> bool:
 
 def table() -> np.ndarray:
     """The tiles' addresses for ``product`` (int64, indexed by rows), made and checked at the
-    first call; empty when the tiles are off (see the module docstring)."""
+    first call; empty when the tiles are off (see the module docstring). Two part threads
+    asking at once wait for one build."""
     if _state["table"] is None:
-        _state["table"] = np.zeros(0, dtype=np.int64)
-        if os.environ.get("MINIPT_TILES", "1") != "0" and _avx512():
-            tab = _compile()
-            if _agrees(tab):
+        with _building:
+            if _state["table"] is None:
+                tab = np.zeros(0, dtype=np.int64)
+                if os.environ.get("MINIPT_TILES", "1") != "0" and _avx512():
+                    built = _compile()
+                    tab = built if _agrees(built) else tab
                 _state["table"] = tab
     return _state["table"]
 
