@@ -44,9 +44,10 @@ from collections import defaultdict
 PARTS = ("matmuls", "attention", "norms", "activations", "loss", "optimiser", "embedding", "glue")
 
 MINIPT_RULES = (  # (part, substrings of "path:function"), first match wins
-    ("matmuls", ("minipt/ops/linear.py",)),
+    ("matmuls", ("minipt/ops/linear.py", "minipt/kernels/tiles.py:linear", "minipt/kernels/tiles.py:takes_linear",
+                 "minipt/kernels/tiles.py:pack", "minipt/kernels/tiles.py:<lambda>")),   # a linear on the tiles
     ("attention", ("minipt/ops/attention.py", "minipt/ops/relative_attention.py", "minipt/kernels/attention.py",
-                   "minipt/kernels/attention_rows.py", "minipt/kernels/tiles.py",
+                   "minipt/kernels/attention_rows.py",
                    "minipt/kernels/fused_attention.py")),
     ("norms", ("minipt/ops/norms.py", "minipt/kernels/layernorm.py")),
     ("activations", ("minipt/ops/activations.py", "minipt/kernels/gelu")),
