@@ -45,6 +45,12 @@ from .attention_rows import (
     _softmax_signature,
 )
 
+# The part kernels inline ``tiles.product`` into Numba's disk cache, which checks only this
+# file's date: a cached kernel would call tiles of an older layout. The hash of tiles.py
+# they were written against (tests/kernels/test_tiles.py checks it), so that a change
+# there changes this file too, and the part kernels compile again.
+TILES_SOURCE = "189f338ac3d7747e"
+
 
 @numba.njit(cache=True, inline="always")
 def _at(a, b, h, r, c):                                        # the address of a[b, h, r, c]

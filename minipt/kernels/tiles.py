@@ -47,8 +47,9 @@ vector registers; on AVX2 the same tile would spill, and OpenBLAS keeps every pr
 ``table()`` is then empty, as it is when ``MINIPT_TILES=0`` or a first check against
 NumPy's matmul finds a single bit apart (a NumPy built on another BLAS).
 
-Editing this file: the attention kernels inline ``product`` into Numba's disk cache,
-which only sees attention.py's own date; delete minipt's ``__pycache__/*.nb*`` files.
+Editing this file: the attention part kernels inline ``product`` into Numba's disk
+cache, which sees only attention.py's own date, so attention.py records this file's hash
+(``attention.TILES_SOURCE``; tests/kernels/test_kernel_cache.py names the new one).
 """
 from __future__ import annotations
 
