@@ -45,11 +45,10 @@ from .attention_rows import (
     _softmax_signature,
 )
 
-# The part kernels inline ``tiles.product`` into Numba's disk cache, which checks only this
-# file's date: a cached kernel would call tiles of an older layout. The hash of tiles.py
-# they were written against (tests/kernels/test_tiles.py checks it), so that a change
-# there changes this file too, and the part kernels compile again.
-TILES_SOURCE = "189f338ac3d7747e"
+# Numba's disk cache checks only this file's date, and the part kernels are compiled with
+# code of these files (the tiles inlined, the calls' intrinsics): their hashes, so that a
+# change there changes this file too (tests/kernels/test_kernel_cache.py).
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "bab53c22bb59889f", "tiles.py": "63537c1af509fb3d"}
 
 
 @numba.njit(cache=True, inline="always")

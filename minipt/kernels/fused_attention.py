@@ -49,6 +49,10 @@ from .attention_rows import (
     _seen,
 )
 
+# Numba's disk cache checks only this file's date; these files' code is compiled into
+# its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410"}
+
 ROWS = 16                                                 # query rows per tile
 _W = 8                                                    # rows of scores are padded to a multiple of this
 KEYS = 64                                                 # keys per block
