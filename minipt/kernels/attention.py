@@ -74,33 +74,34 @@ def _scores(fn, a, m, c, b, h, cb, ch, rows):
 
 
 @numba.njit(cache=True, inline="always")
+def _product(fn, tab, trans_a, m, n, k, alpha, a, lda, b, ldb, c, ldc):
+    """C (m, n) = alpha op(A) B, A stored with leading dimension lda and op(A) = A or A^T
+    (``trans_a``), float32, on the tiles (``tiles.product``) where they take it, else OpenBLAS."""
+    if tiles.fits(tab, m, n, k):
+        sai, sak = (lda, 1) if trans_a == calls.NO_TRANS else (1, lda)
+        tiles.product(tab, m, n, k, alpha, a, sai, sak, b, ldb, c, ldc)
+    else:
+        calls.gemm(fn, trans_a, calls.NO_TRANS, m, n, k, alpha, a, lda, b, ldb, np.float32(0.0), c, ldc)
+
+
+@numba.njit(cache=True, inline="always")
 def _mix(fn, tab, s, m, c, b, h, sb, sh, rows, alpha):
     """c[b, h, r0:r1] = alpha s[sb, sh, r0:r1, :n] m[b, h, :n] for each row block: O = P V,
-    dQ = sc dS K; by the tiles (``tiles.product``) where they take the product."""
-    zero, D = s.dtype.type(0.0), m.shape[3]
+    dQ = sc dS K."""
     for r in range(rows.shape[0]):
         r0, r1, n = rows[r, 0], rows[r, 1], rows[r, 2]
-        if tiles.fits(tab, r1 - r0, D, n):
-            tiles.product(tab, r1 - r0, D, n, alpha, _at(s, sb, sh, r0, 0), s.shape[3], 1, _at(m, b, h, 0, 0),
-                          _ld(m), _at(c, b, h, r0, 0), _ld(c))
-        else:
-            calls.gemm(fn, calls.NO_TRANS, calls.NO_TRANS, r1 - r0, D, n, alpha, _at(s, sb, sh, r0, 0), s.shape[3],
-                       _at(m, b, h, 0, 0), _ld(m), zero, _at(c, b, h, r0, 0), _ld(c))
+        _product(fn, tab, calls.NO_TRANS, r1 - r0, m.shape[3], n, alpha, _at(s, sb, sh, r0, 0), s.shape[3],
+                 _at(m, b, h, 0, 0), _ld(m), _at(c, b, h, r0, 0), _ld(c))
 
 
 @numba.njit(cache=True, inline="always")
 def _gather(fn, tab, s, m, c, b, h, sb, sh, keys, T, alpha):
     """c[b, h, c0:c1] = alpha s[sb, sh, r0:, c0:c1]^T m[b, h, r0:] for each key block (c0,
-    c1, r0): dV = P^T dO, dK = sc dS^T Q; by the tiles where they take the product."""
-    zero, D, S = s.dtype.type(0.0), m.shape[3], s.shape[3]
+    c1, r0): dV = P^T dO, dK = sc dS^T Q."""
     for kb in range(keys.shape[0]):
         c0, c1, r0 = keys[kb, 0], keys[kb, 1], keys[kb, 2]
-        if tiles.fits(tab, c1 - c0, D, T - r0):
-            tiles.product(tab, c1 - c0, D, T - r0, alpha, _at(s, sb, sh, r0, c0), 1, S, _at(m, b, h, r0, 0),
-                          _ld(m), _at(c, b, h, c0, 0), _ld(c))
-        else:
-            calls.gemm(fn, calls.TRANS, calls.NO_TRANS, c1 - c0, D, T - r0, alpha, _at(s, sb, sh, r0, c0), S,
-                       _at(m, b, h, r0, 0), _ld(m), zero, _at(c, b, h, c0, 0), _ld(c))
+        _product(fn, tab, calls.TRANS, c1 - c0, m.shape[3], T - r0, alpha, _at(s, sb, sh, r0, c0), s.shape[3],
+                 _at(m, b, h, r0, 0), _ld(m), _at(c, b, h, c0, 0), _ld(c))
 
 
 def _forward_part(q, k, v, p, out, sc, causal, mask, bias, b0, b1, rows, fn, tab, softmax):
