@@ -17,7 +17,7 @@ One block of benchmarks/README.md is written here too:
 
 - ``training-vs-torch``: minipt's training tokens/s against torch eager's, from the
   committed JSON of ``bench_gpt.py``, ``bench_bert.py`` and ``bench_t5.py`` (``--json``)
-  in ``reports/benchmarks/2026-11-27-linear-tiles/``: two runs in one process and one with
+  in ``BENCH_RUNS`` (one dated folder of ``reports/benchmarks/``): two runs in one process and one with
   each side in its own process (``--separate``), with the spread of the per-round ratios.
 
 ``tests/test_readme.py`` checks that both files equal what this script writes.
@@ -138,7 +138,7 @@ def training_block(_reports=None) -> str:
 BLOCKS = {"models": models_block, "run-files": run_files_block, "claims": claims_block}
 BENCH_BLOCKS = {"training-vs-torch": training_block}
 SOURCES = {"models": "reports/presets/", "run-files": "reports/presets/", "claims": "minipt/experiments/ledger/",
-           "training-vs-torch": "reports/benchmarks/2026-11-27-linear-tiles/"}
+           "training-vs-torch": f"{BENCH_RUNS.relative_to(ROOT).as_posix()}/"}
 
 
 def render(readme: str, reports: dict[str, dict], blocks: dict = BLOCKS) -> str:
