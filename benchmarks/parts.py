@@ -5,7 +5,10 @@ matmuls, attention, norms, activations, loss, optimiser, embedding and glue.
   the part its file names (``MINIPT_RULES``: ``minipt/ops/linear.py`` is matmuls ...).
   A function no rule names (NumPy's Python wrappers, ``ndarray`` methods, shared helpers
   such as ``ops/softmax.py``, argument checks) takes the parts of its callers, weighted by
-  the time it spent under each; with no named caller up the chain it is glue. Numba
+  the time it spent under each, its callees' included (a wrapper's own time is about the
+  same per call whatever the size of the work below it: NumPy's ``reduce`` under its
+  ``_sum`` wrapper, or a kernel under ``threads.in_parts``, weighted so, went half to a
+  small caller); with no named caller up the chain it is glue. Numba
   kernels and NumPy's ``@`` and ufuncs are not calls cProfile sees: their time is the
   calling function's own time, so a kernel counts where its op is.
 * **torch**: ``torch.profiler`` (CPU activities, no shapes or stacks), each event's self
@@ -50,8 +53,8 @@ MINIPT_RULES = (  # (part, substrings of "path:function"), first match wins
                    "minipt/kernels/attention_rows.py",
                    "minipt/kernels/fused_attention.py")),
     ("norms", ("minipt/ops/norms.py", "minipt/kernels/layernorm.py")),
-    ("activations", ("minipt/ops/activations.py", "minipt/kernels/gelu")),
-    ("loss", ("minipt/ops/cross_entropy.py",)),
+    ("activations", ("minipt/ops/activations.py", "minipt/kernels/gelu", "minipt/kernels/relu.py")),
+    ("loss", ("minipt/ops/cross_entropy.py", "minipt/kernels/cross_entropy.py")),
     ("optimiser", ("minipt/optim/", "minipt/kernels/adam.py")),
     ("embedding", ("minipt/ops/embedding.py", "minipt/kernels/embedding.py", "minipt/ops/positions.py")),
 )
@@ -100,7 +103,7 @@ def split_profile(stats: dict, steps: int) -> dict[str, float]:
             return memo.setdefault(key, {own: 1.0})
         callers = stats[key][4] if key in stats else {}
         # each caller edge holds (calls, primitive calls, tottime, cumtime) spent under that caller
-        weights = {c: edge[2] for c, edge in callers.items() if c not in active}
+        weights = {c: edge[3] for c, edge in callers.items() if c not in active}
         total = sum(weights.values())
         if not weights:
             return memo.setdefault(key, {"glue": 1.0})

@@ -36,3 +36,41 @@ def test_attention_counts_as_attention(parts):
     attention_forward(q, k, v)
     split = parts.minipt_parts(lambda: attention_forward(q, k, v), steps=5)
     assert split["attention"] > 0.9 * sum(split.values()), split
+
+
+def test_a_shared_helper_goes_to_its_callers_by_the_time_spent_under_each(parts):
+    """NumPy's reduce under its Python wrapper, called once by a linear (a large sum) and
+    once by a norm (a small one): its time is split 8:1 by the time under each caller, not
+    half and half by the wrapper's own (equal) time per call."""
+    reduce_, wrapper = ("~", 0, "<method 'reduce' of 'numpy.ufunc' objects>"), ("numpy/_methods.py", 1, "_sum")
+    linear, norm = ("minipt/ops/linear.py", 1, "linear_backward"), ("minipt/ops/norms.py", 1, "layer_norm_backward")
+    stats = {  # key: (calls, primitive calls, tottime, cumtime, {caller: (calls, prim, tottime, cumtime)})
+        reduce_: (2, 2, 9.0, 9.0, {wrapper: (2, 2, 9.0, 9.0)}),
+        wrapper: (2, 2, 0.2, 9.2, {linear: (1, 1, 0.1, 8.1), norm: (1, 1, 0.1, 1.1)}),
+        linear: (1, 1, 1.0, 9.1, {}),
+        norm: (1, 1, 1.0, 2.1, {}),
+    }
+    split = parts.split_profile(stats, steps=1)
+    assert split["matmuls"] == pytest.approx(1.0 + 9.2 * 8.1 / 9.2)
+    assert split["norms"] == pytest.approx(1.0 + 9.2 * 1.1 / 9.2)
+    assert split["glue"] == 0.0
+
+
+def test_relu_and_cross_entropy_kernels_in_parts_on_threads_count_as_their_own_parts(parts):
+    """Both run their rows through ``threads.in_parts`` (one shared Python helper). ReLU's
+    kernel is activations and the fused cross-entropy's is loss, each all of its time: ReLU
+    here takes several times the loss's, and none of it leaks into loss."""
+    from minipt.ops.activations import relu_forward
+    from minipt.ops.cross_entropy import cross_entropy_forward
+    r = np.random.default_rng(2)
+    x = r.standard_normal(1 << 23, dtype=np.float32)
+    z, t = r.standard_normal((1024, 512), dtype=np.float32), r.integers(0, 512, 1024)
+
+    def step():
+        relu_forward(x)
+        cross_entropy_forward(z, t)
+    step()
+    split = parts.minipt_parts(step, steps=5)
+    total = sum(split.values())
+    assert split["activations"] > 0.6 * total and split["activations"] > 3 * split["loss"] > 0, split
+    assert split["glue"] < 0.1 * total, split
