@@ -12,6 +12,12 @@ float64 ``np.exp``; the row sums are float64. ``fastmath`` is limited to reassoc
 FMA contraction, so NaN and inf keep their meaning: a kept row with a non-finite logit gets
 a NaN loss, as in the twin (``_exp32`` clamps its argument, so the check is explicit); a
 skipped row's logits are not read (the twin's 0-weighted NaN would still reach its sum).
+
+The forward's exponentials fill a row buffer in a loop of their own, then one loop makes
+the two float64 row sums. In one loop LLVM vectorised all of it at the sums' width, four
+doubles; alone, the float32 exponentials run twice as wide. At 512 x 512 (T5 L's logits)
+a forward took 165 us against 251, with the same bits: the sums keep their order
+(tests/kernels/test_cross_entropy_kernel.py compares with the one-loop kernel).
 """
 import numba
 import numpy as np
@@ -56,15 +62,18 @@ def _min_rows(V: int) -> int:
 def _rows(z, t, keep, eps, nll, lse):
     """``cross_entropy_rows`` on one part: fills nll (N,), lse (N,)."""
     N, V = z.shape
+    e = np.empty(V, dtype=z.dtype)                        # (V,) a row's exp(z - max z)
     for i in range(N):
         if not keep[i]:
             nll[i], lse[i] = 0.0, 0.0
             continue
         m = _row_max(z[i], V)
+        for v in range(V):                                # alone, the exponentials vectorise wider
+            e[v] = _exp(z[i, v] - m)
         s = 0.0                                           # float64
         total = 0.0                                       # sum of z, for the smoothing term
         for v in range(V):
-            s += _exp(z[i, v] - m)
+            s += e[v]
             total += z[i, v]
         ls = m + np.log(s)
         lse[i] = ls

@@ -8,6 +8,7 @@ import pytest
 from minipt import kernels
 from minipt.kernels import cross_entropy as K
 from minipt.kernels import threads
+from minipt.kernels.attention_rows import _exp, _row_max
 from minipt.ops import cross_entropy as C
 
 pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
@@ -84,3 +85,41 @@ def test_rows_in_parts_on_two_threads_are_the_bits_of_one_part(dtype, monkeypatc
     want, logp = C._rows_numpy(z, t, 0.1)                        # and right, row by row
     assert np.abs(out[2][0][keep] - want[keep]).max() <= TOL[dtype] * np.abs(want).max()
     assert not out[2][0][~keep].any()
+
+
+def _one_loop_rows(z, t, keep, eps, nll, lse):
+    """The forward as it was before its exponentials got a loop of their own: exp and the
+    two float64 row sums in one loop (the bits of every float32 loss to date)."""
+    N, V = z.shape
+    for i in range(N):
+        if not keep[i]:
+            nll[i], lse[i] = 0.0, 0.0
+            continue
+        m = _row_max(z[i], V)
+        s = 0.0
+        total = 0.0
+        for v in range(V):
+            s += _exp(z[i, v] - m)
+            total += z[i, v]
+        ls = m + np.log(s)
+        lse[i] = ls
+        nll[i] = (1.0 - eps) * (ls - z[i, t[i]]) + eps * (ls - total / V) if np.isfinite(total) else np.nan
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_the_exponentials_in_their_own_loop_keep_the_bits_of_one_loop(eps):
+    """The float64 row sums keep LLVM's order (4 lanes, 4 accumulators, an epilogue of 4,
+    then one at a time) once the exponentials are a loop of their own: equal bits on
+    vocabularies off every one of those widths."""
+    import numba
+    one_loop = numba.njit(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")(_one_loop_rows)
+    r = np.random.default_rng(5)
+    for V in (1, 3, 4, 7, 15, 16, 17, 33, 63, 65, 250, 256, 257, 512, 1003):
+        N = 200
+        z = (r.standard_normal((N, V)) * 6).astype(np.float32)
+        t, keep = r.integers(0, V, N), r.random(N) < 0.9
+        want = (np.empty(N), np.empty(N, np.float32))
+        one_loop(z, t, keep, eps, *want)
+        got = (np.empty(N), np.empty(N, np.float32))
+        K._rows(z, t, keep, eps, *got)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), V
