@@ -54,6 +54,26 @@ def cross_entropy_rows_backward(z, t, lse, w, eps):
     return dz
 
 
+@numba.njit(cache=True, nogil=True)
+def cross_entropy_targets(t, ignore_index, V):
+    """t (N,) integer targets -> tk (N,) int64 (ignored rows read class 0), keep (N,) bool,
+    the count kept, and the first kept target outside [0, V) or -1: one pass for what
+    took the op seven NumPy calls (17 us a step at GPT M's 2048 targets; the twin's lines
+    are in ``minipt.ops.cross_entropy._targets_numpy``)."""
+    N = t.shape[0]
+    tk = np.empty(N, dtype=np.int64)                      # (N,)
+    keep = np.empty(N, dtype=np.bool_)                    # (N,)
+    count, bad = 0, -1
+    for i in range(N):
+        keep[i] = t[i] != ignore_index
+        tk[i] = t[i] if keep[i] else 0
+        if keep[i]:
+            count += 1
+            if bad < 0 and (t[i] < 0 or t[i] >= V):
+                bad = i
+    return tk, keep, count, bad
+
+
 def _min_rows(V: int) -> int:
     return -(-PART_MIN // max(1, V))
 

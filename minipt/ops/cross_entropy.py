@@ -34,20 +34,26 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, ignore_index:
     V = logits.shape[-1]
     z = logits.reshape(-1, V)                                    # (N, V)
     t = targets.reshape(-1)                                      # (N,)
-    keep = t != ignore_index                                     # (N,)
-    bad = t[keep & ((t < 0) | (t >= V))]
-    if bad.size:
-        raise IndexError(f"target id {int(bad[0])} is outside [0, {V}) (ignore_index is {ignore_index})")
-    count = int(keep.sum())
-    tk = np.where(keep, t, 0)                                    # (N,) ignored rows read class 0
+    tk, keep, count, bad = (kernels.get("cross_entropy_targets") or _targets_numpy)(t, ignore_index, V)
+    if bad >= 0:
+        raise IndexError(f"target id {int(t[bad])} is outside [0, {V}) (ignore_index is {ignore_index})")
     rows = kernels.get("cross_entropy_rows") if logits.dtype == np.float32 else None
     if rows:
         z = np.ascontiguousarray(z)
-        nll, state = rows(z, tk, keep, float(label_smoothing))   # (N,) float64, lse (N,)
+        nll, state = rows(z, tk, keep, float(label_smoothing))   # (N,) float64 (0 where skipped), lse (N,)
     else:
         nll, state = _rows_numpy(z, tk, label_smoothing)         # (N,), logp (N, V)
-    loss = np.asarray((nll * keep).sum() / max(count, 1), dtype=logits.dtype)
+        nll = nll * keep
+    loss = np.asarray(nll.sum() / max(count, 1), dtype=logits.dtype)
     return loss, (z, state, tk, keep, count, label_smoothing, logits.shape, rows is not None)
+
+
+def _targets_numpy(t, ignore_index: int, V: int):
+    """The twin of the kernel's target pass: t (N,) -> tk (N,) (ignored rows read class 0),
+    keep (N,) bool, count kept, index of the first kept target outside [0, V) or -1."""
+    keep = t != ignore_index                                     # (N,)
+    bad = np.flatnonzero(keep & ((t < 0) | (t >= V)))
+    return np.where(keep, t, 0), keep, int(keep.sum()), int(bad[0]) if bad.size else -1
 
 
 def _rows_numpy(z, tk, eps):

@@ -123,3 +123,21 @@ def test_the_exponentials_in_their_own_loop_keep_the_bits_of_one_loop(eps):
         got = (np.empty(N), np.empty(N, np.float32))
         K._rows(z, t, keep, eps, *got)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), V
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_the_target_pass_matches_its_twin(dtype):
+    """Kept rows, their count, class 0 for ignored rows and the first kept id outside
+    [0, V), against ``_targets_numpy``, with and without such an id."""
+    r = np.random.default_rng(7)
+    V = 37
+    for trial in range(20):
+        t = r.integers(0, V, 200).astype(dtype)
+        if dtype != np.uint8:
+            t[r.random(200) < 0.2] = -100
+        if trial % 2:
+            t[r.integers(50, 200)] = V if dtype != np.int32 or trial % 4 == 1 else -5
+        got = K.cross_entropy_targets(t, -100, V)
+        want = C._targets_numpy(t, -100, V)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), trial
+        assert got[2:] == want[2:] and (got[3] >= 0) == bool(trial % 2), (got[2:], want[2:])
