@@ -2,7 +2,7 @@
 minipt against the same model in torch eager (if installed), in alternating rounds
 (benchmarks/harness.py).
 
-    python benchmarks/bench_bert.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 5]
+    python benchmarks/bench_bert.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 15]
 
 The model on both sides: token + segment + position embeddings, LayerNorm; post-LN
 blocks with exact (erf) GELU and no causal mask; BERT's MLM head (dense, GELU,
@@ -122,7 +122,7 @@ def torch_step(torch, V, L, H, d, T, B):
     return step
 
 
-def run(sizes=("S", "M", "L"), rounds=15, calls=3, profile_steps=5, separate=False):
+def run(sizes=("S", "M", "L"), rounds=15, calls=3, profile_steps=15, separate=False):
     return harness.training_table("an MLM training step", SIZES, sizes, minipt_step, torch_step, tokens_per_step, "V L H d T B",
                                   rounds, calls, profile_steps, "bench_bert" if separate else None)
 

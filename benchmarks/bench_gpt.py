@@ -1,7 +1,7 @@
 """GPT-2-style training throughput: forward, backward and AdamW, float32, minipt against
 the same model in torch eager (if installed), in alternating rounds (benchmarks/harness.py).
 
-    python benchmarks/bench_gpt.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 5]
+    python benchmarks/bench_gpt.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 15]
                                    [--busy N] [--busy-threads 1|2]
 
 Each side first runs until its tokens/s stops rising (harness.warm_up; each window is
@@ -158,7 +158,7 @@ def print_rows(rows, title):
               f"{ratio:>19} {100 * r['minipt_mfu']:9.0f}% {tmfu} {r['sgemm_peak_gflops']:10.0f} {mem}")
 
 
-def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet=True, profile_steps=5,
+def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet=True, profile_steps=15,
         separate=False):
     """All measurements as a dict (what run_all.py stores); prints the tables as it goes."""
     torch = harness.try_torch(2)
@@ -193,8 +193,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="S,M,L")
     ap.add_argument("--rounds", type=int, default=15, help="alternating rounds (pairs of ratios)")
     ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
-    ap.add_argument("--profile-steps", type=int, default=5, help="profiled steps per side for the per-part "
-                    "table (0: no table)")
+    ap.add_argument("--profile-steps", type=int, default=15, help="profiled steps per side for the per-part "
+                    "table, in rounds of 3 (0: no table)")
     ap.add_argument("--busy", type=int, default=0, metavar="N", help="also measure beside N busy processes")
     ap.add_argument("--busy-threads", type=int, default=1, choices=(1, 2),
                     help="BLAS threads of each busy process (1: one core each)")

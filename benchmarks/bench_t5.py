@@ -2,7 +2,7 @@
 AdamW, float32, minipt against the same model in torch eager (if installed), in
 alternating rounds (benchmarks/harness.py).
 
-    python benchmarks/bench_t5.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 5]
+    python benchmarks/bench_t5.py [--sizes S,M,L] [--rounds 15] [--calls 3] [--profile-steps 15]
 
 The model on both sides is T5 v1.0 (``models/seq2seq/t5.py``): one shared token table;
 pre-RMSNorm blocks without biases; a bucketed relative position bias (32 buckets,
@@ -158,7 +158,7 @@ def torch_step(torch, V, L, H, d, S, B):
     return step
 
 
-def run(sizes=("S", "M", "L"), rounds=15, calls=3, profile_steps=5, separate=False):
+def run(sizes=("S", "M", "L"), rounds=15, calls=3, profile_steps=15, separate=False):
     return harness.training_table("a T5 training step", SIZES, sizes, minipt_step, torch_step, tokens_per_step, "V L H d S B",
                                   rounds, calls, profile_steps, "bench_t5" if separate else None)
 

@@ -383,7 +383,7 @@ def _training_pair(torch, minipt_step, torch_step, tokens, rounds, calls, profil
 
 
 def training_table(what: str, sizes: dict, names, minipt_step, torch_step, tokens_per_step, keys: str,
-                   rounds: int = 15, calls: int = 3, profile_steps: int = 5, separate: str | None = None) -> dict:
+                   rounds: int = 15, calls: int = 3, profile_steps: int = 15, separate: str | None = None) -> dict:
     """A whole-model training benchmark (bench_bert, bench_t5): for each size name in
     ``names``, ``minipt_step(*sizes[name])`` and ``torch_step(torch, *sizes[name])`` make
     step closures, compared by ``training_pair``; prints tokens/s of each side and the
@@ -427,8 +427,8 @@ def training_main(doc: str, sizes: dict, run) -> None:
     ap.add_argument("--sizes", default=",".join(sizes))
     ap.add_argument("--rounds", type=int, default=15, help="alternating rounds (pairs of ratios)")
     ap.add_argument("--calls", type=int, default=3, help="timed steps per side per round (median)")
-    ap.add_argument("--profile-steps", type=int, default=5, help="profiled steps per side for the per-part "
-                    "table (0: no table)")
+    ap.add_argument("--profile-steps", type=int, default=15, help="profiled steps per side for the per-part "
+                    "table, in rounds of 3 (0: no table)")
     ap.add_argument("--separate", action="store_true", help="time each side in its own process (separate.py)")
     ap.add_argument("--threads", type=int, default=0, help="both sides on this many threads (0: torch on 2, "
                     "minipt's thread policy)")

@@ -26,7 +26,8 @@ sees the caller's thread only: minipt's column is then part 0's time (a part of 
 on one thread) while the other parts run at the same time on their own threads, and the
 wait for the slower part is glue.
 
-Both are per step, the mean over ``steps`` profiled steps of a warmed-up step closure.
+Both are per step, from a warmed-up step closure profiled in rounds of BLOCK steps, the
+two sides alternating; each part is its median over the rounds (``compare``).
 Profiling costs time on both sides, so a profiled step runs longer than a timed one.
 Measured on the 2-core development machine under load (load average ~15; a quiet
 machine costs less): cProfile adds 1.5 us per Python call, torch.profiler 4.4 us per op
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import cProfile
 import pstats
+import statistics
 import time
 from collections import defaultdict
 
@@ -169,19 +171,49 @@ def split_events(events, steps: int) -> dict[str, float]:
 
 
 # -- the table ----------------------------------------------------------------------------
+BLOCK = 3        # profiled steps of one side in a row, a round
+
+
 def compare(torch, minipt_step, torch_step, steps: int) -> dict:
-    """Both sides' parts, seconds per step (torch's only if ``torch_step`` is given)."""
-    out = {"steps": steps, "minipt": minipt_parts(minipt_step, steps)}
+    """Both sides' parts, seconds per step (torch's only if ``torch_step`` is given), from
+    ``steps`` profiled steps per side in rounds of BLOCK: in each round a side runs one
+    step unprofiled, then BLOCK profiled ones (their mean), the sides alternating; each
+    part is its median over the rounds, so that a slow round moves no part.
+
+    Why rounds and medians: timed one by one (no profiler), BERT L's steps with the batch
+    in two parts waited under 3 ms for the second part's thread in most steps and 13-40 ms
+    in some (steps of 210 against 260-283 ms), at no time in particular and with no page
+    faults to match; in a mean over 5 profiled steps that had put BERT L's glue at 16 ms
+    in one run against 11 in the other. Why a step unprofiled first: right after the other
+    side's step (its threads still spinning, its data in cache), one profiled step of
+    BERT S had 4.0 ms of glue against 3.1."""
+    block = min(BLOCK, steps)
+    per_round: dict[str, list] = {"minipt": [], "torch": []}
+    for _ in range(max(1, steps // block)):
+        minipt_step()
+        per_round["minipt"].append(minipt_parts(minipt_step, block))
+        if torch_step is not None:
+            torch_step()
+            per_round["torch"].append(torch_parts(torch, torch_step, block))
+    out = {"steps": steps, "rounds": len(per_round["minipt"]), "minipt": median_parts(per_round["minipt"])}
     if torch_step is not None:
-        out["torch"] = torch_parts(torch, torch_step, steps)
+        out["torch"] = median_parts(per_round["torch"])
     return out
+
+
+def median_parts(splits: list[dict[str, float]]) -> dict[str, float]:
+    """Each part's median over the rounds' splits (a part's own median: the medians of
+    the parts need not add up to any one round's total)."""
+    return {part: statistics.median(s[part] for s in splits) for part in PARTS}
 
 
 def print_table(title: str, parts: dict, minipt_step_s: float, torch_step_s: float | None, slower: float = 1.10):
     """part | minipt ms/step | torch ms/step | torch/minipt (> 1: minipt faster), flagging
     a part where minipt takes more than ``slower`` times torch's time."""
     mp, tp = parts["minipt"], parts.get("torch")
-    print(f"{title}: per step, mean of {parts['steps']} profiled steps (minipt cProfile, torch torch.profiler)")
+    rounds = parts.get("rounds", 1)
+    print(f"{title}: per step, median of {rounds} rounds of {parts['steps'] // rounds} profiled steps, the sides "
+          "alternating (minipt cProfile, torch torch.profiler)")
     print(f"  {'part':<12} {'minipt ms':>10} {'torch ms':>10} {'torch/minipt':>13}")
 
     def line(name, a, b, flag=True):
@@ -191,5 +223,5 @@ def print_table(title: str, parts: dict, minipt_step_s: float, torch_step_s: flo
 
     for part in PARTS:
         line(part, mp[part], tp[part] if tp else None)
-    line("profiled", sum(mp.values()), sum(tp.values()) if tp else None, flag=False)
+    line("profiled", sum(mp.values()), sum(tp.values()) if tp else None, flag=False)    # the medians' sum
     line("timed step", minipt_step_s, torch_step_s, flag=False)

@@ -74,3 +74,23 @@ def test_relu_and_cross_entropy_kernels_in_parts_on_threads_count_as_their_own_p
     total = sum(split.values())
     assert split["activations"] > 0.6 * total and split["activations"] > 3 * split["loss"] > 0, split
     assert split["glue"] < 0.1 * total, split
+
+
+def test_parts_are_medians_over_rounds_so_one_slow_round_moves_none(parts):
+    """15 profiled steps are 5 rounds of 3, each after a step unprofiled; a round with a
+    0.1 s stall (glue: no op of minipt's spent it) leaves the median glue where it was."""
+    import time
+
+    from minipt.ops.linear import linear_forward
+    r = np.random.default_rng(3)
+    x, w = r.standard_normal((256, 64), dtype=np.float32), r.standard_normal((64, 64), dtype=np.float32)
+    calls = []
+
+    def step():
+        calls.append(1)
+        linear_forward(x, w, None)
+        if len(calls) == 6:                                # the second round's first profiled step
+            time.sleep(0.1)
+    split = parts.compare(None, step, None, steps=15)
+    assert len(calls) == 5 * (1 + 3) and split["rounds"] == 5 and "torch" not in split
+    assert split["minipt"]["glue"] < 0.003, split          # a mean would hold 0.1 / 15 s
