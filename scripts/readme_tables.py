@@ -13,12 +13,15 @@ Three blocks of README.md lie between marker comments and are written here, neve
 - ``claims``: the claims ledger (``minipt experiment claims``), one row per paper's claim
   with its verdict and figures, from the committed runs in ``minipt/experiments/ledger/``.
 
-One block of benchmarks/README.md is written here too:
+Two blocks of benchmarks/README.md are written here too, from the committed JSON of
+``bench_gpt.py``, ``bench_bert.py`` and ``bench_t5.py`` (``--json``) in ``BENCH_RUNS`` (one
+dated folder of ``reports/benchmarks/``):
 
-- ``training-vs-torch``: minipt's training tokens/s against torch eager's, from the
-  committed JSON of ``bench_gpt.py``, ``bench_bert.py`` and ``bench_t5.py`` (``--json``)
-  in ``BENCH_RUNS`` (one dated folder of ``reports/benchmarks/``): two runs in one process and one with
-  each side in its own process (``--separate``), with the spread of the per-round ratios.
+- ``training-vs-torch``: minipt's training tokens/s against torch eager's, two runs in one
+  process and one with each side in its own process (``--separate``), with the spread of
+  the per-round ratios.
+- ``slower-parts``: for each run in one process, the parts of a step (benchmarks/parts.py)
+  where minipt took more than 1.1 times torch's time.
 
 ``tests/test_readme.py`` checks that both files equal what this script writes.
 """
@@ -33,7 +36,7 @@ from minipt.measured import load_reports, report_key, result_text, time_text  # 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
-BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-27-linear-tiles"
+BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-27-loss-attribution"
 
 FILE_ROLES = {
     "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
@@ -135,10 +138,29 @@ def training_block(_reports=None) -> str:
     return "\n".join(lines)
 
 
+def slower_parts_block(_reports=None, slower: float = 1.10) -> str:
+    """Per benchmark, size and run of one process: the parts of a step where minipt took
+    more than ``slower`` times torch's time (benchmarks/parts.py's table), or none."""
+    lines = ["| benchmark | size | run 1 | run 2 |", "|---|---|---|---|"]
+    for b in ("gpt", "bert", "t5"):
+        runs = [_training_rows(BENCH_RUNS / f"bench_{b}.{run}.json") for run in ("run1", "run2")]
+        for size in ("S", "M", "L"):
+            cells = []
+            for rows in runs:
+                split = rows[size]["parts"]
+                mp, tp = split["minipt"], split["torch"]
+                flags = [f"{part} {tp[part] / mp[part]:.2f}x ({1e3 * mp[part]:.2f} / {1e3 * tp[part]:.2f} ms)"
+                         for part in mp if mp[part] > slower * tp[part] and mp[part] > 1e-4]
+                cells.append(", ".join(flags) or "none")
+            lines.append(f"| `bench_{b}.py` | {size} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 BLOCKS = {"models": models_block, "run-files": run_files_block, "claims": claims_block}
-BENCH_BLOCKS = {"training-vs-torch": training_block}
+BENCH_BLOCKS = {"training-vs-torch": training_block, "slower-parts": slower_parts_block}
 SOURCES = {"models": "reports/presets/", "run-files": "reports/presets/", "claims": "minipt/experiments/ledger/",
-           "training-vs-torch": f"{BENCH_RUNS.relative_to(ROOT).as_posix()}/"}
+           "training-vs-torch": f"{BENCH_RUNS.relative_to(ROOT).as_posix()}/",
+           "slower-parts": f"{BENCH_RUNS.relative_to(ROOT).as_posix()}/"}
 
 
 def render(readme: str, reports: dict[str, dict], blocks: dict = BLOCKS) -> str:
