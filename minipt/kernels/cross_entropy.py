@@ -17,17 +17,19 @@ The forward's exponentials fill a row buffer in a loop of their own, then one lo
 the two float64 row sums. In one loop LLVM vectorised all of it at the sums' width, four
 doubles; alone, the float32 exponentials run twice as wide. At 512 x 512 (T5 L's logits)
 a forward took 165 us against 251, with the same bits: the sums keep their order
-(tests/kernels/test_cross_entropy_kernel.py compares with the one-loop kernel).
+(tests/kernels/test_cross_entropy_kernel.py compares with the one-loop kernel). With
+AVX-512 the exponentials of a row, forward and backward, go to ``vexp``'s 16 lanes
+(float32; the same bits as the loops, which stay for float64 and other CPUs).
 """
 import numba
 import numpy as np
 
-from . import threads
+from . import threads, vexp
 from .attention_rows import _exp, _row_max
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410"}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "vexp.py": "4556e86592c93fc0"}
 
 PART_MIN = 1 << 18          # logits per part on a thread, at least (see ``cross_entropy_rows``)
 
@@ -40,7 +42,8 @@ def cross_entropy_rows(z, t, keep, eps):
     and backward, took 1.03-1.07 ms in two parts on two threads against 1.55 ms in one."""
     N, V = z.shape
     nll, lse = np.empty(N), np.empty(N, dtype=z.dtype)
-    threads.in_parts(lambda sl: _rows(z[sl], t[sl], keep[sl], eps, nll[sl], lse[sl]), N, _min_rows(V))
+    ex = vexp.addresses()[0] if z.dtype == np.float32 else 0
+    threads.in_parts(lambda sl: _rows(ex, z[sl], t[sl], keep[sl], eps, nll[sl], lse[sl]), N, _min_rows(V))
     return nll, lse
 
 
@@ -49,7 +52,8 @@ def cross_entropy_rows_backward(z, t, lse, w, eps):
     of weight 0 (skipped, or dloss 0) gets zeros without its exponentials. In parts, as
     ``cross_entropy_rows``."""
     dz = np.empty_like(z)
-    threads.in_parts(lambda sl: _rows_backward(z[sl], t[sl], lse[sl], w[sl], eps, dz[sl]), z.shape[0],
+    ex = vexp.addresses()[1] if z.dtype == np.float32 else 0
+    threads.in_parts(lambda sl: _rows_backward(ex, z[sl], t[sl], lse[sl], w[sl], eps, dz[sl]), z.shape[0],
                      _min_rows(z.shape[1]))
     return dz
 
@@ -79,8 +83,9 @@ def _min_rows(V: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def _rows(z, t, keep, eps, nll, lse):
-    """``cross_entropy_rows`` on one part: fills nll (N,), lse (N,)."""
+def _rows(ex, z, t, keep, eps, nll, lse):
+    """``cross_entropy_rows`` on one part: fills nll (N,), lse (N,); ``ex``: vexp's
+    ``exp_shift`` or 0 (Numba's loop)."""
     N, V = z.shape
     e = np.empty(V, dtype=z.dtype)                        # (V,) a row's exp(z - max z)
     for i in range(N):
@@ -88,8 +93,11 @@ def _rows(z, t, keep, eps, nll, lse):
             nll[i], lse[i] = 0.0, 0.0
             continue
         m = _row_max(z[i], V)
-        for v in range(V):                                # alone, the exponentials vectorise wider
-            e[v] = _exp(z[i, v] - m)
+        if ex != 0:
+            vexp.exp_row(ex, z[i], m, e)                  # 16 lanes (vexp.py)
+        else:
+            for v in range(V):                            # alone, the exponentials vectorise wider
+                e[v] = _exp(z[i, v] - m)
         s = 0.0                                           # float64
         total = 0.0                                       # sum of z, for the smoothing term
         for v in range(V):
@@ -101,8 +109,9 @@ def _rows(z, t, keep, eps, nll, lse):
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def _rows_backward(z, t, lse, w, eps, dz):
-    """``cross_entropy_rows_backward`` on one part: fills dz (N, V).
+def _rows_backward(ex, z, t, lse, w, eps, dz):
+    """``cross_entropy_rows_backward`` on one part: fills dz (N, V); ``ex``: vexp's
+    ``exp_shift_scaled`` or 0 (Numba's loop).
     Two-index writes, not a row view: a row view written through, with ``_exp`` inlined in
     the same loop, lost the one-hot line below (Numba 0.68; caught by the twin test)."""
     N, V = z.shape
@@ -113,6 +122,9 @@ def _rows_backward(z, t, lse, w, eps, dz):
             for v in range(V):
                 dz[i, v] = 0.0
             continue
-        for v in range(V):
-            dz[i, v] = (_exp(z[i, v] - lse[i]) - off) * wi
+        if ex != 0:
+            vexp.exp_row_scaled(ex, z[i], lse[i], off, wi, dz[i])
+        else:
+            for v in range(V):
+                dz[i, v] = (_exp(z[i, v] - lse[i]) - off) * wi
         dz[i, t[i]] -= z.dtype.type(1.0 - eps) * wi

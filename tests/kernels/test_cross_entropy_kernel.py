@@ -106,11 +106,17 @@ def _one_loop_rows(z, t, keep, eps, nll, lse):
         nll[i] = (1.0 - eps) * (ls - z[i, t[i]]) + eps * (ls - total / V) if np.isfinite(total) else np.nan
 
 
+def _exp_addresses():
+    """(forward, backward) addresses of vexp's functions, (0, 0) first: Numba's loops."""
+    from minipt.kernels import vexp
+    return [(0, 0)] + ([vexp.addresses()] if vexp.addresses()[0] else [])
+
+
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_the_exponentials_in_their_own_loop_keep_the_bits_of_one_loop(eps):
     """The float64 row sums keep LLVM's order (4 lanes, 4 accumulators, an epilogue of 4,
-    then one at a time) once the exponentials are a loop of their own: equal bits on
-    vocabularies off every one of those widths."""
+    then one at a time) once the exponentials are a loop of their own, Numba's or vexp's
+    16 lanes: equal bits on vocabularies off every one of those widths."""
     import numba
     one_loop = numba.njit(nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")(_one_loop_rows)
     r = np.random.default_rng(5)
@@ -120,9 +126,29 @@ def test_the_exponentials_in_their_own_loop_keep_the_bits_of_one_loop(eps):
         t, keep = r.integers(0, V, N), r.random(N) < 0.9
         want = (np.empty(N), np.empty(N, np.float32))
         one_loop(z, t, keep, eps, *want)
-        got = (np.empty(N), np.empty(N, np.float32))
-        K._rows(z, t, keep, eps, *got)
-        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), V
+        for ex, _ in _exp_addresses():
+            got = (np.empty(N), np.empty(N, np.float32))
+            K._rows(ex, z, t, keep, eps, *got)
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (V, ex)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_the_backward_on_vexp_lanes_keeps_the_bits_of_numbas_loop(eps):
+    """dz through vexp's exp_shift_scaled (16 lanes, exp's last product and - eps/V in one
+    fused multiply-add) equals Numba's loop bit for bit, skipped rows and one-hot included."""
+    if len(_exp_addresses()) == 1:
+        pytest.skip("no AVX-512 (or MINIPT_TILES=0): the backward keeps Numba's loop only")
+    (_, loop), (_, lanes) = _exp_addresses()
+    r = np.random.default_rng(6)
+    for V in (1, 3, 15, 16, 17, 33, 65, 250, 512, 1003):
+        N = 120
+        z = (r.standard_normal((N, V)) * 6).astype(np.float32)
+        t, w = r.integers(0, V, N), r.random(N) * (r.random(N) < 0.9)
+        lse = K.cross_entropy_rows(z, t, np.ones(N, bool), eps)[1]
+        want, got = np.empty_like(z), np.empty_like(z)
+        K._rows_backward(loop, z, t, lse, w, eps, want)
+        K._rows_backward(lanes, z, t, lse, w, eps, got)
+        assert np.array_equal(got.view(np.int32), want.view(np.int32)), V
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
