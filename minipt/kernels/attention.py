@@ -48,7 +48,7 @@ from .attention_rows import (
 # Numba's disk cache checks only this file's date, and the part kernels are compiled with
 # code of these files (the tiles inlined, the calls' intrinsics): their hashes, so that a
 # change there changes this file too (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "bab53c22bb59889f", "tiles.py": "63537c1af509fb3d"}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "69dd8886b2ab7d99", "tiles.py": "3479ed49f9636cb9"}
 
 
 @numba.njit(cache=True, inline="always")

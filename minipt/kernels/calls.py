@@ -33,6 +33,7 @@ still serves the kernels that call them.
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 from llvmlite import ir
@@ -146,6 +147,33 @@ def call_c(typingctx, address, args):
         builder.call(builder.inttoptr(_int64(context, builder, llargs[0], signature.args[0]), fnty.as_pointer()), values)
         return context.get_dummy_value()
     return sig, codegen
+
+
+def ir_on() -> bool:
+    """Whether the kernels written here as LLVM IR (``tiles``, ``vexp``) may run: the CPU
+    has AVX-512 (``avx512f``; they use its 32 vector registers and 16 lanes) and
+    ``MINIPT_TILES`` is not 0."""
+    import llvmlite.binding as llvm
+    return os.environ.get("MINIPT_TILES", "1") != "0" and llvm.get_host_cpu_features().get("avx512f", False)
+
+
+def machine_code(modules: list):
+    """llvmlite IR ``modules`` linked into one and compiled for this CPU (MCJIT, opt 3): an
+    engine whose ``get_function_address`` gives their functions. The machine code lives
+    as long as the engine, so the caller keeps it."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
+    module = llvm.parse_assembly(str(modules[0]))
+    for other in modules[1:]:
+        module.link_in(llvm.parse_assembly(str(other)))
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    return engine
 
 
 def _int64(context, builder, value, ty):

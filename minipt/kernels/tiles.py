@@ -53,7 +53,6 @@ cache, which sees only attention.py's own date, so attention.py records this fil
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import numba
@@ -63,7 +62,7 @@ from . import calls, threads
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"calls.py": "bab53c22bb59889f"}
+INLINED_SOURCES = {"calls.py": "69dd8886b2ab7d99"}
 
 ROWS, LANES, VECTORS = 14, 16, 2
 COLS = LANES * VECTORS
@@ -150,25 +149,8 @@ def _tile_ir(rows: int):
 
 def _compile() -> np.ndarray:
     """Compile tile_1 .. tile_ROWS; -> their addresses, indexed by rows (entry 0 unused)."""
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    machine = llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
-    module = llvm.parse_assembly(str(_tile_ir(1)))
-    for rows in range(2, ROWS + 1):
-        module.link_in(llvm.parse_assembly(str(_tile_ir(rows))))
-    module.verify()
-    engine = llvm.create_mcjit_compiler(module, machine)
-    engine.finalize_object()
-    _state["engine"] = engine                                 # the machine code lives as long as it
+    engine = _state["engine"] = calls.machine_code([_tile_ir(rows) for rows in range(1, ROWS + 1)])
     return np.array([0] + [engine.get_function_address(f"tile_{r}") for r in range(1, ROWS + 1)], dtype=np.int64)
-
-
-def _avx512() -> bool:
-    import llvmlite.binding as llvm
-    return llvm.get_host_cpu_features().get("avx512f", False)
 
 
 def table() -> np.ndarray:
@@ -179,7 +161,7 @@ def table() -> np.ndarray:
         with _building:
             if _state["table"] is None:
                 tab = np.zeros(0, dtype=np.int64)
-                if os.environ.get("MINIPT_TILES", "1") != "0" and _avx512():
+                if calls.ir_on():
                     built = _compile()
                     tab = built if _agrees(built) else tab
                 _state["table"] = tab

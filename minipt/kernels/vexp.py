@@ -31,7 +31,6 @@ this file's hash (``INLINED_SOURCES``; tests/kernels/test_kernel_cache.py).
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import numba
@@ -45,7 +44,7 @@ from .gelu import _C2, _C3, _C4, _C5, _C6, _LN2_HI, _LN2_LO, _LOG2E, _ZMAX, _ZMI
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "bab53c22bb59889f",
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "69dd8886b2ab7d99",
                    "gelu.py": "abdd7eb1a7e88395"}
 
 LANES = 16
@@ -139,18 +138,7 @@ def _intrinsic(module, name: str, ty, arity: int):
 
 
 def _compile() -> tuple[int, int]:
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    machine = llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
-    module = llvm.parse_assembly(str(_exp_ir(False)))
-    module.link_in(llvm.parse_assembly(str(_exp_ir(True))))
-    module.verify()
-    engine = llvm.create_mcjit_compiler(module, machine)
-    engine.finalize_object()
-    _state["engine"] = engine                                 # the machine code lives as long as it
+    engine = _state["engine"] = calls.machine_code([_exp_ir(False), _exp_ir(True)])
     return engine.get_function_address("exp_shift"), engine.get_function_address("exp_shift_scaled")
 
 
@@ -162,16 +150,11 @@ def addresses() -> tuple[int, int]:
         with _building:
             if _state["address"] is None:
                 found = (0, 0)
-                if os.environ.get("MINIPT_TILES", "1") != "0" and _avx512():
+                if calls.ir_on():
                     built = _compile()
                     found = built if _agrees(*built) else found
                 _state["address"] = found
     return _state["address"]
-
-
-def _avx512() -> bool:
-    import llvmlite.binding as llvm
-    return llvm.get_host_cpu_features().get("avx512f", False)
 
 
 def exp_row(ex, x, shift, out):

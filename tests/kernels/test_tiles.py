@@ -3,7 +3,6 @@ every shape ``fits`` lets it take, in the layouts attention uses (A by rows, A d
 columns, B rows wider than n), both scales, and in a linear layer's forward (W^T packed,
 the bias added in the tile); and that the attention part kernels and ``linear_forward``
 do call it."""
-import os
 
 import numpy as np
 import pytest
@@ -13,8 +12,7 @@ from minipt.kernels import attention as A
 from minipt.kernels import calls, threads, tiles
 from minipt.ops.linear import linear_forward
 
-pytestmark = pytest.mark.skipif(not kernels.ENABLED or not tiles._avx512() or not calls.gemm_address(np.float32)
-                                or os.environ.get("MINIPT_TILES") == "0",
+pytestmark = pytest.mark.skipif(not kernels.ENABLED or not calls.ir_on() or not calls.gemm_address(np.float32),
                                 reason="no Numba, no AVX-512, NumPy's BLAS is not its own OpenBLAS, or tiles off")
 
 TABLE = tiles.table() if kernels.ENABLED else np.zeros(0, dtype=np.int64)

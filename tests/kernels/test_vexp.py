@@ -2,16 +2,15 @@
 twin, bit for bit: every float32 up to zero (the forward's and backward's arguments are
 never above their row's max or log-sum-exp), shifts, the masked last lanes, and the scaled
 form the cross-entropy backward uses."""
-import os
 
 import numpy as np
 import pytest
 
 from minipt import kernels
-from minipt.kernels import vexp
+from minipt.kernels import calls, vexp
 
 pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
-ON = vexp._avx512() and os.environ.get("MINIPT_TILES", "1") != "0"
+ON = calls.ir_on()
 lanes = pytest.mark.skipif(not ON, reason="no AVX-512 or MINIPT_TILES=0: Numba's loop alone")
 
 
