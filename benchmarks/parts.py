@@ -207,9 +207,18 @@ def median_parts(splits: list[dict[str, float]]) -> dict[str, float]:
     return {part: statistics.median(s[part] for s in splits) for part in PARTS}
 
 
-def print_table(title: str, parts: dict, minipt_step_s: float, torch_step_s: float | None, slower: float = 1.10):
+SLOWER = 1.10          # a part is flagged when minipt takes more than this times torch's time
+
+
+def slower(minipt_s: float, torch_s: float | None) -> bool:
+    """Whether minipt's part is past the line: more than SLOWER times torch's, and at least
+    0.1 ms a step (below that a ratio is noise)."""
+    return torch_s is not None and minipt_s > SLOWER * torch_s and minipt_s > 1e-4
+
+
+def print_table(title: str, parts: dict, minipt_step_s: float, torch_step_s: float | None):
     """part | minipt ms/step | torch ms/step | torch/minipt (> 1: minipt faster), flagging
-    a part where minipt takes more than ``slower`` times torch's time."""
+    the parts that are ``slower``."""
     mp, tp = parts["minipt"], parts.get("torch")
     rounds = parts.get("rounds", 1)
     print(f"{title}: per step, median of {rounds} rounds of {parts['steps'] // rounds} profiled steps, the sides "
@@ -218,7 +227,7 @@ def print_table(title: str, parts: dict, minipt_step_s: float, torch_step_s: flo
 
     def line(name, a, b, flag=True):
         ratio = f"{b / a:12.2f}x" if b is not None and a > 0 else f"{'-':>13}"
-        mark = "  <- minipt >10 % slower" if flag and b is not None and a > slower * b and a > 1e-4 else ""
+        mark = "  <- minipt >10 % slower" if flag and slower(a, b) else ""
         print(f"  {name:<12} {1e3 * a:10.2f} {'-' if b is None else f'{1e3 * b:.2f}':>10} {ratio}{mark}")
 
     for part in PARTS:

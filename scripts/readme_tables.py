@@ -138,9 +138,11 @@ def training_block(_reports=None) -> str:
     return "\n".join(lines)
 
 
-def slower_parts_block(_reports=None, slower: float = 1.10) -> str:
-    """Per benchmark, size and run of one process: the parts of a step where minipt took
-    more than ``slower`` times torch's time (benchmarks/parts.py's table), or none."""
+def slower_parts_block(_reports=None) -> str:
+    """Per benchmark, size and run of one process: the parts of a step past the line of
+    benchmarks/parts.py's table (``parts.slower``: more than 1.1 times torch's time), or none."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import parts
     lines = ["| benchmark | size | run 1 | run 2 |", "|---|---|---|---|"]
     for b in ("gpt", "bert", "t5"):
         runs = [_training_rows(BENCH_RUNS / f"bench_{b}.{run}.json") for run in ("run1", "run2")]
@@ -150,7 +152,7 @@ def slower_parts_block(_reports=None, slower: float = 1.10) -> str:
                 split = rows[size]["parts"]
                 mp, tp = split["minipt"], split["torch"]
                 flags = [f"{part} {tp[part] / mp[part]:.2f}x ({1e3 * mp[part]:.2f} / {1e3 * tp[part]:.2f} ms)"
-                         for part in mp if mp[part] > slower * tp[part] and mp[part] > 1e-4]
+                         for part in mp if parts.slower(mp[part], tp[part])]
                 cells.append(", ".join(flags) or "none")
             lines.append(f"| `bench_{b}.py` | {size} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
