@@ -48,7 +48,7 @@ from .attention_rows import (
 # Numba's disk cache checks only this file's date, and the part kernels are compiled with
 # code of these files (the tiles inlined, the calls' intrinsics): their hashes, so that a
 # change there changes this file too (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "69dd8886b2ab7d99", "tiles.py": "3479ed49f9636cb9"}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "f5f7903a5f287e86", "tiles.py": "7511ec98c281f5a7"}
 
 
 @numba.njit(cache=True, inline="always")

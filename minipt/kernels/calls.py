@@ -49,6 +49,7 @@ ROW_MAJOR = 101                            # CBLAS_ORDER
 # matter, so it keeps np.matmul and compiles no second set of part kernels.
 SYMBOLS = {np.dtype(np.float32): "scipy_cblas_sgemm64_"}
 _found: dict = {}
+_ENGINES: list = []                        # compiled IR (``machine_code``), never freed
 
 
 def gemm_address(dtype) -> int:
@@ -160,7 +161,10 @@ def ir_on() -> bool:
 def machine_code(modules: list):
     """llvmlite IR ``modules`` linked into one and compiled for this CPU (MCJIT, opt 3): an
     engine whose ``get_function_address`` gives their functions. The machine code lives
-    as long as the engine, so the caller keeps it."""
+    as long as the engine, and its addresses are handed out to kernels, so every engine
+    is kept here for the life of the process (a test's second compile of the same
+    functions once replaced the first engine in its module's state, freeing the code
+    the first addresses pointed to: a later cross-entropy crashed)."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
@@ -173,6 +177,7 @@ def machine_code(modules: list):
     module.verify()
     engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
+    _ENGINES.append(engine)
     return engine
 
 

@@ -62,7 +62,7 @@ from . import calls, threads
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"calls.py": "69dd8886b2ab7d99"}
+INLINED_SOURCES = {"calls.py": "f5f7903a5f287e86"}
 
 ROWS, LANES, VECTORS = 14, 16, 2
 COLS = LANES * VECTORS
@@ -71,7 +71,7 @@ MIN_ROWS = 128                   # rows per thread at the least, for ``linear``
 LINEAR_MIN = 1 << 24             # multiply-adds: in whole steps smaller linears gained nothing
 SMALL = 100 ** 3                 # OpenBLAS's own small-matrix kernels up to this M N K
 PANEL = 448                      # the longest K OpenBLAS sums in one k-panel
-_state: dict = {"table": None, "engine": None}
+_state: dict = {"table": None}
 _building = threading.Lock()
 
 
@@ -149,7 +149,7 @@ def _tile_ir(rows: int):
 
 def _compile() -> np.ndarray:
     """Compile tile_1 .. tile_ROWS; -> their addresses, indexed by rows (entry 0 unused)."""
-    engine = _state["engine"] = calls.machine_code([_tile_ir(rows) for rows in range(1, ROWS + 1)])
+    engine = calls.machine_code([_tile_ir(rows) for rows in range(1, ROWS + 1)])
     return np.array([0] + [engine.get_function_address(f"tile_{r}") for r in range(1, ROWS + 1)], dtype=np.int64)
 
 

@@ -86,3 +86,19 @@ def test_masked_lanes_past_the_row_are_not_written():
     out = np.full((1, 32), 7.0, np.float32)
     vexp.exp_rows(_compiled()[0], x[:, :20], np.zeros(1, np.float32), out[:, :20])
     assert np.all(out[0, :20] == 1.0) and np.all(out[0, 20:] == 7.0)
+
+
+@lanes
+def test_compiling_again_leaves_the_first_functions_running():
+    """A second compile (as ``_compiled`` above does) makes a second engine; the addresses
+    the kernels were given still point at live code after the collector ran."""
+    import gc
+    first = vexp.addresses()
+    for _ in range(3):
+        vexp._compile()
+        gc.collect()
+    x = np.linspace(-30, 0, 3 * 61, dtype=np.float32).reshape(3, 61)
+    got, want = np.empty_like(x), np.empty_like(x)
+    vexp.exp_rows(first[0], x, np.zeros(3, np.float32), got)
+    vexp.exp_rows(0, x, np.zeros(3, np.float32), want)
+    assert np.array_equal(got, want)
