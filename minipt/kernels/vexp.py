@@ -23,7 +23,7 @@ against the loop on [-88, 1] in steps of 2^-10, in rows of 61 (so the last 13 la
 under a mask), with two shifts (``_agrees``); tests/kernels/test_vexp.py checks all 2^31
 float32 up to zero (slow), and the cross-entropy tests the kernels' bits both ways.
 
-Only with AVX-512 (``avx512f``); ``address()`` is 0 without it, when ``MINIPT_TILES=0``,
+Only with AVX-512 (``avx512f``); ``addresses()`` is (0, 0) without it, when ``MINIPT_TILES=0``,
 or when the first check finds a bit apart, and the callers keep Numba's loop.
 
 Editing this file: cross_entropy.py compiles ``exp_row`` into its kernels and records
@@ -57,83 +57,67 @@ def _exp_ir(scaled: bool) -> ir.Module:
     off, float scale): dst[v] = (exp(src[v] - shift) - off) scale, with exp's last product
     and the subtraction of off in one fused multiply-add, as Numba's loop has them."""
     f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+    vec, ivec, vb = ir.VectorType(f32, LANES), ir.VectorType(i32, LANES), ir.VectorType(ir.IntType(1), LANES)
+    pv = vec.as_pointer()
     module = ir.Module(name="vexp")
     name, extra = ("exp_shift_scaled", [f32, f32]) if scaled else ("exp_shift", [])
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i64, f32, i64, i64] + extra), name=name)
     src_i, shift, dst_i, n = fn.args[:4]
+    fma = ir.Function(module, ir.FunctionType(vec, [vec] * 3), name="llvm.fma.v16f32")
+    floor = ir.Function(module, ir.FunctionType(vec, [vec]), name="llvm.floor.v16f32")
+    load = ir.Function(module, ir.FunctionType(vec, [pv, i32, vb, vec]), name="llvm.masked.load.v16f32.p0v16f32")
+    store = ir.Function(module, ir.FunctionType(ir.VoidType(), [vec, pv, i32, vb]),
+                        name="llvm.masked.store.v16f32.p0v16f32")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     src, dst = b.inttoptr(src_i, f32.as_pointer()), b.inttoptr(dst_i, f32.as_pointer())
     wide = b.and_(n, ir.Constant(i64, -LANES))                         # n rounded down to LANES
 
-    def exp_of(bd, x, ty, ity):
-        """exp(x - shift) for x of type ty (float or a vector of floats), ity its ints."""
-        def const(v, t=ty):
-            return ir.Constant(t, [v] * t.count) if isinstance(t, ir.VectorType) else ir.Constant(t, v)
-        fma, floor = (_intrinsic(bd.module, name, ty, k) for name, k in (("llvm.fma", 3), ("llvm.floor", 1)))
-        def splat(value):
-            if not isinstance(ty, ir.VectorType):
-                return value
-            return bd.shuffle_vector(bd.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(i32, 0)),
-                                     ir.Constant(ty, ir.Undefined), ir.Constant(ir.VectorType(i32, ty.count), [0] * ty.count))
-        z = bd.fsub(x, splat(shift))
-        z = bd.select(bd.fcmp_ordered(">", const(float(_ZMIN)), z), const(float(_ZMIN)), z)   # NaN passes
-        z = bd.select(bd.fcmp_ordered("<", const(float(_ZMAX)), z), const(float(_ZMAX)), z)
-        nf = bd.call(floor, [bd.call(fma, [z, const(float(_LOG2E)), const(0.5)])])
-        r = bd.call(fma, [nf, const(-float(_LN2_HI)), z])
-        r = bd.call(fma, [nf, const(-float(_LN2_LO)), r])
-        p = bd.call(fma, [r, const(float(_C6)), const(float(_C5))])
+    def splat(value, ty=vec):                                          # value in every lane
+        return b.shuffle_vector(b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(i32, 0)),
+                                ir.Constant(ty, ir.Undefined), ir.Constant(ivec, [0] * LANES))
+
+    def const(v, ty=vec):
+        return ir.Constant(ty, [v] * LANES)
+
+    def exp_of(x):
+        """exp(x - shift) on LANES floats (or the scaled form)."""
+        z = b.fsub(x, splat(shift))
+        z = b.select(b.fcmp_ordered(">", const(float(_ZMIN)), z), const(float(_ZMIN)), z)   # NaN passes
+        z = b.select(b.fcmp_ordered("<", const(float(_ZMAX)), z), const(float(_ZMAX)), z)
+        nf = b.call(floor, [b.call(fma, [z, const(float(_LOG2E)), const(0.5)])])
+        r = b.call(fma, [nf, const(-float(_LN2_HI)), z])
+        r = b.call(fma, [nf, const(-float(_LN2_LO)), r])
+        p = b.call(fma, [r, const(float(_C6)), const(float(_C5))])
         for c in (_C4, _C3, _C2, 1.0, 1.0):
-            p = bd.call(fma, [r, p, const(float(c))])
-        two_n = bd.bitcast(bd.shl(bd.add(bd.fptosi(nf, ity), const(127, ity)), const(23, ity)), ty)
+            p = b.call(fma, [r, p, const(float(c))])
+        two_n = b.bitcast(b.shl(b.add(b.fptosi(nf, ivec), const(127, ivec)), const(23, ivec)), vec)
         if not scaled:
-            return bd.fmul(p, two_n)
+            return b.fmul(p, two_n)
         off, scale = fn.args[4:]
-        return bd.fmul(bd.call(fma, [p, two_n, bd.fneg(splat(off))]), splat(scale))
+        return b.fmul(b.call(fma, [p, two_n, b.fneg(splat(off))]), splat(scale))
 
-    def loop(start, stop, step, body, name):
-        head, work, done = (fn.append_basic_block(f"{name}.{s}") for s in ("head", "body", "done"))
-        before = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(i64)
-        i.add_incoming(start, before)
-        b.cbranch(b.icmp_signed("<", i, stop), work, done)
-        b.position_at_end(work)
-        body(i)
-        i.add_incoming(b.add(i, ir.Constant(i64, step)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+    head, work, done = (fn.append_basic_block(f"lanes.{s}") for s in ("head", "body", "done"))
+    before = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(i64)
+    i.add_incoming(ir.Constant(i64, 0), before)
+    b.cbranch(b.icmp_signed("<", i, wide), work, done)
+    b.position_at_end(work)                                            # LANES at a time
+    at = b.bitcast(b.gep(src, [i]), pv)
+    b.store(exp_of(b.load(at, align=4)), b.bitcast(b.gep(dst, [i]), pv), align=4)
+    i.add_incoming(b.add(i, ir.Constant(i64, LANES)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
 
-    vec, ivec = ir.VectorType(f32, LANES), ir.VectorType(i32, LANES)
-
-    def lanes(i):
-        at = b.bitcast(b.gep(src, [i]), vec.as_pointer())
-        b.store(exp_of(b, b.load(at, align=4), vec, ivec), b.bitcast(b.gep(dst, [i]), vec.as_pointer()), align=4)
-
-    pv, vb = vec.as_pointer(), ir.VectorType(ir.IntType(1), LANES)
-    load = ir.Function(module, ir.FunctionType(vec, [pv, i32, vb, vec]), name="llvm.masked.load.v16f32.p0v16f32")
-    store = ir.Function(module, ir.FunctionType(ir.VoidType(), [vec, pv, i32, vb]),
-                        name="llvm.masked.store.v16f32.p0v16f32")
-
-    loop(ir.Constant(i64, 0), wide, LANES, lanes, "lanes")
     rest = b.trunc(b.sub(n, wide), i32)                                # 0 .. LANES - 1 left
     with b.if_then(b.icmp_signed(">", rest, ir.Constant(i32, 0))):     # the last ones under a mask
-        left = b.shuffle_vector(b.insert_element(ir.Constant(ivec, ir.Undefined), rest, ir.Constant(i32, 0)),
-                                ir.Constant(ivec, ir.Undefined), ir.Constant(ivec, [0] * LANES))
-        mask = b.icmp_signed("<", ir.Constant(ivec, list(range(LANES))), left)
+        mask = b.icmp_signed("<", ir.Constant(ivec, list(range(LANES))), splat(rest, ivec))
         four = ir.Constant(i32, 4)
-        x = b.call(load, [b.bitcast(b.gep(src, [wide]), pv), four, mask, ir.Constant(vec, [0.0] * LANES)])
-        b.call(store, [exp_of(b, x, vec, ivec), b.bitcast(b.gep(dst, [wide]), pv), four, mask])
+        x = b.call(load, [b.bitcast(b.gep(src, [wide]), pv), four, mask, const(0.0)])
+        b.call(store, [exp_of(x), b.bitcast(b.gep(dst, [wide]), pv), four, mask])
     b.ret_void()
     return module
-
-
-def _intrinsic(module, name: str, ty, arity: int):
-    """The intrinsic ``name`` over ``ty`` (float, or a vector of floats), declared once."""
-    full = f"{name}.v{ty.count}f32" if isinstance(ty, ir.VectorType) else f"{name}.f32"
-    if full in module.globals:
-        return module.globals[full]
-    return ir.Function(module, ir.FunctionType(ty, [ty] * arity), name=full)
 
 
 def _compile() -> tuple[int, int]:
