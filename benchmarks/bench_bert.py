@@ -67,7 +67,7 @@ def minipt_step(V, L, H, d, T, B):
     def step():
         ids, seg, labels = data[i[0] % len(data)]
         i[0] += 1
-        model.zero_grad()
+        opt.zero_grad()
         model(ids, seg, None, labels)
         model.backward()
         opt.step()

@@ -58,7 +58,7 @@ def minipt_step(V, L, H, d, T, B):
     def step():
         x, y = data[i[0] % len(data)]
         i[0] += 1
-        model.zero_grad()
+        opt.zero_grad()
         model(x, y)
         model.backward()
         opt.step()

@@ -70,7 +70,7 @@ def minipt_step(V, L, H, d, S, B):
     def step():
         source, target_in, targets = data[i[0] % len(data)]
         i[0] += 1
-        model.zero_grad()
+        opt.zero_grad()
         model(source, target_in, targets)
         model.backward()
         opt.step()

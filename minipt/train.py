@@ -256,7 +256,7 @@ def train(model: Module, get_batch: GetBatch, config: TrainConfig, *, model_conf
             if step in config.restarts:        # a new phase: Adam's moments start from zero again
                 opt = AdamW(model, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
             opt.lr = schedule(step)
-            model.zero_grad()
+            opt.zero_grad()
             loss_sum = 0.0
             for _ in range(config.accum_steps):
                 batch = get_batch("train", data_rng)

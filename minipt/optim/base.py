@@ -16,6 +16,11 @@ class Optimizer:
         grads = dict(module.named_grads())
         self.entries = [(name, p, grads[name]) for name, p in module.named_parameters()]
         self.state: dict[str, dict[str, np.ndarray]] = {}   # slot -> name -> array
+        holders = {}                                         # id(parameter) -> (a params dict, key)
+        for _, mod in module.named_modules():
+            for key, p in mod.params.items():
+                holders.setdefault(id(p), (mod.params, key))
+        self._holders = [holders[id(p)] for _, p, _ in self.entries]
 
     def _slot(self, slot: str) -> dict[str, np.ndarray]:
         if slot not in self.state:
@@ -23,11 +28,25 @@ class Optimizer:
         return self.state[slot]
 
     def zero_grad(self) -> None:
-        self.module.zero_grad()
+        """Zero the gradients this optimiser updates, a tied one once: one flat loop over its
+        entries, where ``Module.zero_grad`` walks the tree (at toy sizes the walk costs about
+        as much as the fills)."""
+        self._check_current()
+        for _, _, g in self.entries:
+            g.fill(0)
 
     def step(self) -> None:
+        self._check_current()
         self.t += 1
         self._update()
+
+    def _check_current(self) -> None:
+        """Raise if the module's arrays were replaced after this optimiser was built
+        (``Module.to``, a new tie): it would zero and update arrays the model no longer uses."""
+        for (store, key), (name, p, _) in zip(self._holders, self.entries):
+            if store[key] is not p:
+                raise RuntimeError(f"parameter {name}: the module's arrays were replaced after the optimiser "
+                                   "was built (Module.to or a tie?); build the optimiser again")
 
     def _update(self) -> None:
         raise NotImplementedError

@@ -214,3 +214,23 @@ def test_load_state_dict_errors_name_the_problem():
 def test_bad_hyperparameters(cls, kwargs, match):
     with pytest.raises(ValueError, match=match):
         cls(Vec([1.0]), **kwargs)
+
+
+def test_zero_grad_zeroes_every_gradient_and_a_tied_one_once():
+    from minipt.models.decoder.gpt import GPT, GPTConfig
+    model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, d_model=8), rng=np.random.default_rng(0))
+    opt = AdamW(model, lr=1e-3)
+    for _, g in model.named_grads():
+        g[...] = 1.0
+    opt.zero_grad()
+    assert all(not g.any() for _, mod in model.named_modules() for g in mod.grads.values())
+
+
+def test_an_optimiser_refuses_arrays_replaced_after_it_was_built():
+    model = Linear(3, 2, rng=np.random.default_rng(0))
+    opt = AdamW(model, lr=1e-3)
+    opt.zero_grad()
+    model.to(np.float64)                                     # new parameter and gradient arrays
+    for call in (opt.zero_grad, opt.step):
+        with pytest.raises(RuntimeError, match="weight: the module's arrays were replaced.*build the optimiser"):
+            call()
