@@ -39,6 +39,16 @@ def make_norm(kind: str, dim: int, eps: float, dtype) -> Module:
     raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
 
 
+def residual(kept: np.ndarray, branch: np.ndarray) -> np.ndarray:
+    """kept + branch, both (B, T, C), added into ``branch``'s array when it is a new one of the
+    same shape and dtype: each sub-layer returns an array it keeps no hold on, so this saves
+    one (B, T, C) array and a pass over memory. Addition commutes bit for bit."""
+    if branch is kept or branch.shape != kept.shape or branch.dtype != kept.dtype:
+        return kept + branch
+    branch += kept
+    return branch
+
+
 class BlockGrads(NamedTuple):
     """What a block's (and a stack's) backward returns, the same fields every time."""
     dx: np.ndarray                  # (B, T, C)
@@ -91,14 +101,14 @@ class TransformerBlock(Module):
             return self.drop_cross(self.cross_attn(h, memory, mask=memory_mask, bias=cross_bias, cache=cache))
 
         if self.prenorm:
-            h = x + attn(self.ln_1(x))                                   # (B, T, C)
+            h = residual(x, attn(self.ln_1(x)))                          # (B, T, C)
             if self.has_cross:
-                h = h + cross(self.ln_cross(h))
-            return h + self._ffn(self.ln_2(h))
-        h = self.ln_1(x + attn(x))                                       # (B, T, C)
+                h = residual(h, cross(self.ln_cross(h)))
+            return residual(h, self._ffn(self.ln_2(h)))
+        h = self.ln_1(residual(x, attn(x)))                              # (B, T, C)
         if self.has_cross:
-            h = self.ln_cross(h + cross(h))
-        return self.ln_2(h + self._ffn(h))
+            h = self.ln_cross(residual(h, cross(h)))
+        return self.ln_2(residual(h, self._ffn(h)))
 
     def _ffn(self, h: np.ndarray) -> np.ndarray:
         """The MLP on 2-D rows (B*T, C): one GEMM per projection, not B batched ones."""
@@ -115,22 +125,22 @@ class TransformerBlock(Module):
                                "inference only; run forward without a cache to train")
         cross = None
         if self.prenorm:
-            dh = dy + self.ln_2.backward(self._ffn_backward(dy))          # y = h + FFN(LN_2(h))
+            dh = residual(dy, self.ln_2.backward(self._ffn_backward(dy)))  # y = h + FFN(LN_2(h))
             if self.has_cross:                                           # h' = h + Cross(LN_c(h))
                 cross = self.cross_attn.backward(self.drop_cross.backward(dh))
-                dh = dh + self.ln_cross.backward(cross.dx)
+                dh = residual(dh, self.ln_cross.backward(cross.dx))
             att = self.attn.backward(self.drop_1.backward(dh))
-            dx = dh + self.ln_1.backward(att.dx)
+            dx = residual(dh, self.ln_1.backward(att.dx))
         else:
             dz = self.ln_2.backward(dy)                                  # y = LN_2(z), z = h + FFN(h)
-            dh = dz + self._ffn_backward(dz)
+            dh = residual(dz, self._ffn_backward(dz))
             if self.has_cross:                                           # h' = LN_c(h + Cross(h))
                 dz = self.ln_cross.backward(dh)
                 cross = self.cross_attn.backward(self.drop_cross.backward(dz))
-                dh = dz + cross.dx
+                dh = residual(dz, cross.dx)
             dz = self.ln_1.backward(dh)                                  # h = LN_1(x + Attn(x))
             att = self.attn.backward(self.drop_1.backward(dz))
-            dx = dz + att.dx
+            dx = residual(dz, att.dx)
         if cross is None:
             return BlockGrads(dx, None, att.dbias, None)
         return BlockGrads(dx, cross.dmemory, att.dbias, cross.dbias)

@@ -81,7 +81,8 @@ class MLMHead(Module):
         check_last_dim("h", h, self.d_model)
         B, T, C = h.shape
         t = self.ln(self.act(self.dense(h.reshape(B * T, C))))                   # (B*T, E)
-        z = self.decoder(t) + self.params["bias"]                                 # (B*T, V)
+        z = self.decoder(t)                                                       # (B*T, V), a new array
+        z += self.params["bias"]
         return z.reshape(B, T, -1)                                                # (B, T, V)
 
     def backward(self, dz: np.ndarray) -> np.ndarray:

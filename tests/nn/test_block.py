@@ -144,3 +144,32 @@ def test_bad_input_names_the_problem():
         m(np.zeros((1, 2, 4), np.float32))
     with pytest.raises(ValueError, match="needs the encoder memory"):
         TransformerBlock(C, H, F, rng=rng, cross_attention=True)(np.zeros((1, 2, C), np.float32))
+
+
+@pytest.mark.parametrize("prenorm", [True, False])
+@pytest.mark.parametrize("cross", [False, True])
+def test_forward_and_backward_leave_their_inputs_and_the_upstream_gradient_alone(prenorm, cross):
+    """The residual adds write into the sub-layers' new arrays, never into x, memory or dy;
+    a second backward from the same forward gives the same gradients."""
+    m = block(prenorm=prenorm, cross_attention=cross)
+    x, mem, dy = x_(), x_(3, (B, S, C)), x_(4)
+    keep = x.copy(), mem.copy(), dy.copy()
+    y = m(x, mem if cross else None)
+    first = m.backward(dy)
+    assert all(np.array_equal(a, b) for a, b in zip((x, mem, dy), keep))
+    assert not any(np.shares_memory(y, a) for a in (x, mem))
+    m(x, mem if cross else None)
+    second = m.backward(dy)
+    assert np.array_equal(first.dx, second.dx) and not np.shares_memory(first.dx, dy)
+
+
+def test_residual_adds_into_the_branch_only_when_that_is_safe():
+    from minipt.nn.block import residual
+    x, f = x_(), x_(5)
+    want = x + f
+    out = residual(x, f)
+    assert out is f and np.array_equal(out, want) and np.array_equal(x, x_())
+    same = residual(x, x)                                    # one array on both sides: a new one
+    assert same is not x and np.array_equal(same, 2 * x_()) and np.array_equal(x, x_())
+    wide = residual(x.astype(np.float32), x_(5))             # a float64 branch is not cast down
+    assert wide.dtype == np.float64 and np.array_equal(x.astype(np.float32) + x_(5), wide)
