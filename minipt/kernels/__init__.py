@@ -72,6 +72,7 @@ KERNELS: dict[str, str] = {
     "gelu_backward": "gelu_erf:gelu_backward",
     "softmax_backward": "softmax:softmax_backward",
     "cross_entropy_targets": "cross_entropy:cross_entropy_targets",
+    "cross_entropy": "cross_entropy:cross_entropy",
     "cross_entropy_rows": "cross_entropy:cross_entropy_rows",
     "cross_entropy_rows_backward": "cross_entropy:cross_entropy_rows_backward",
     "blas_attention_forward": "attention:blas_attention_forward",

@@ -253,8 +253,7 @@ def in_parts(work, n: int, min_part: int = 1) -> None:
     (attention's, per batch row and head) one thread per part beats two threads per
     product. ``work`` must let go of Python's lock (NumPy's matmul, ``nogil`` kernels) for
     the parts to overlap. An exception in a part is raised here, after all parts ended."""
-    import numba
-    parts = max(1, min(n // max(1, min_part), numba.get_num_threads()))
+    parts = part_count(n, min_part)
     if parts == 1:
         work(slice(0, n))
         return
@@ -267,6 +266,13 @@ def in_parts(work, n: int, min_part: int = 1) -> None:
     finally:
         for lib, count in zip(libs, saved):
             lib.set_num_threads(count)
+
+
+def part_count(n: int, min_part: int = 1) -> int:
+    """How many parts ``in_parts`` cuts ``n`` items into: one per Numba thread, each of at
+    least ``min_part`` items, at least one part."""
+    import numba
+    return max(1, min(n // max(1, min_part), numba.get_num_threads()))
 
 
 def cut(n: int, parts: int) -> list[slice]:

@@ -24,7 +24,7 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, ignore_index:
                           label_smoothing: float = 0.0):
     """logits (..., V), targets (...) int -> loss (0-d, logits dtype)."""
     check_float("logits", logits)
-    if not isinstance(targets, np.ndarray) or not np.issubdtype(targets.dtype, np.integer):
+    if not isinstance(targets, np.ndarray) or targets.dtype.kind not in "iu":    # signed or unsigned integers
         raise TypeError("targets: expected an integer array of class ids")
     if targets.shape != logits.shape[:-1]:
         raise ValueError(f"targets: expected shape {logits.shape[:-1]} for logits {logits.shape}, "
@@ -34,18 +34,19 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, ignore_index:
     V = logits.shape[-1]
     z = logits.reshape(-1, V)                                    # (N, V)
     t = targets.reshape(-1)                                      # (N,)
-    tk, keep, count, bad = (kernels.get("cross_entropy_targets") or _targets_numpy)(t, ignore_index, V)
+    fused = kernels.get("cross_entropy") if logits.dtype == np.float32 else None
+    if fused:                                                    # targets and rows: float32 in Numba
+        z = np.ascontiguousarray(z)
+        nll, state, tk, keep, count, bad = fused(z, t, ignore_index, float(label_smoothing))   # lse (N,)
+    else:
+        tk, keep, count, bad = (kernels.get("cross_entropy_targets") or _targets_numpy)(t, ignore_index, V)
     if bad >= 0:
         raise IndexError(f"target id {int(t[bad])} is outside [0, {V}) (ignore_index is {ignore_index})")
-    rows = kernels.get("cross_entropy_rows") if logits.dtype == np.float32 else None
-    if rows:
-        z = np.ascontiguousarray(z)
-        nll, state = rows(z, tk, keep, float(label_smoothing))   # (N,) float64 (0 where skipped), lse (N,)
-    else:
+    if not fused:
         nll, state = _rows_numpy(z, tk, label_smoothing)         # (N,), logp (N, V)
         nll = nll * keep
     loss = np.asarray(nll.sum() / max(count, 1), dtype=logits.dtype)
-    return loss, (z, state, tk, keep, count, label_smoothing, logits.shape, rows is not None)
+    return loss, (z, state, tk, keep, count, label_smoothing, logits.shape, fused is not None)
 
 
 def _targets_numpy(t, ignore_index: int, V: int):

@@ -80,7 +80,7 @@ def test_rows_in_parts_on_two_threads_are_the_bits_of_one_part(dtype, monkeypatc
             nll, lse = kernels.get("cross_entropy_rows")(z, t, keep, 0.1)
             out[n] = (nll, lse, kernels.get("cross_entropy_rows_backward")(z, t, lse, w * keep, 0.1))
     if threads.available_cpus() >= 2:
-        assert sorted(seen) == sorted([(0, N)] * 2 + [(0, 150), (150, N)] * 2)
+        assert sorted(seen) == sorted([(0, N)] + [(0, 150), (150, N)] * 2)     # one part's backward: a direct call
     assert all(np.array_equal(a, b) for a, b in zip(out[1], out[2]))
     want, logp = C._rows_numpy(z, t, 0.1)                        # and right, row by row
     assert np.abs(out[2][0][keep] - want[keep]).max() <= TOL[dtype] * np.abs(want).max()
@@ -167,3 +167,28 @@ def test_the_target_pass_matches_its_twin(dtype):
         want = C._targets_numpy(t, -100, V)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), trial
         assert got[2:] == want[2:] and (got[3] >= 0) == bool(trial % 2), (got[2:], want[2:])
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_targets_and_rows_in_one_call_equal_the_two_kernels_in_parts(eps, monkeypatch):
+    """``cross_entropy`` in one part (one Numba call for the target pass and the rows) gives
+    what the target pass and ``cross_entropy_rows`` give in parts on two threads; a kept id
+    outside [0, V) is reported at its first row."""
+    r = np.random.default_rng(12)
+    N, V = 301, 37
+    z = (r.standard_normal((N, V)) * 4).astype(np.float32)
+    t = np.where(r.random(N) < 0.2, -100, r.integers(0, V, N))
+    monkeypatch.setattr(K, "PART_MIN", 10 * V)
+    out = {}
+    for n in (1, 2):
+        with threads.limit(blas=1, numba=n):
+            assert threads.part_count(N, K._min_rows(V)) == min(n, threads.available_cpus())
+            out[n] = K.cross_entropy(z, t, -100, eps)
+    for a, b in zip(out[1], out[2]):
+        assert np.array_equal(a, b)
+    nll, lse = K.cross_entropy_rows(z, np.where(t < 0, 0, t), t != -100, eps)
+    assert np.array_equal(out[1][0], nll) and np.array_equal(out[1][1], lse) and out[1][4] == (t != -100).sum()
+    for wrong in (V, 10**9):
+        bad = t.copy()
+        bad[[40, 90]] = wrong
+        assert K.cross_entropy(z, bad, -100, eps)[5] == 40
