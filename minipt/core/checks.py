@@ -18,16 +18,20 @@ def check_float(name: str, x: np.ndarray) -> None:
         raise TypeError(f"{name}: expected dtype float32 or float64, got {x.dtype}")
 
 
-def check_same_dtype(**arrays: np.ndarray | None) -> np.dtype:
-    """All given float arrays share one dtype; returns it. ``None`` entries are skipped."""
-    given = {k: v for k, v in arrays.items() if v is not None}
-    for k, v in given.items():
+def check_same_dtype(**arrays: np.ndarray | None) -> np.dtype | None:
+    """All given float arrays share one dtype; returns it (None when every entry is None).
+    ``None`` entries are skipped. One plain loop: every op calls this, several times a layer."""
+    dtype = None
+    for k, v in arrays.items():
+        if v is None:
+            continue
         check_float(k, v)
-    dtypes = {v.dtype for v in given.values()}
-    if len(dtypes) > 1:
-        listing = ", ".join(f"{k} {v.dtype}" for k, v in given.items())
-        raise TypeError(f"dtype mismatch: {listing} (cast them to one dtype)")
-    return dtypes.pop()
+        if dtype is None:
+            dtype = v.dtype
+        elif v.dtype != dtype:
+            listing = ", ".join(f"{n} {a.dtype}" for n, a in arrays.items() if a is not None)
+            raise TypeError(f"dtype mismatch: {listing} (cast them to one dtype)")
+    return dtype
 
 
 def check_ndim(name: str, x: np.ndarray, ndim: int | tuple[int, ...]) -> None:

@@ -46,3 +46,14 @@ def test_embedding_and_loss_keep_dtype(dtype):
     loss, cache = cross_entropy_forward(h, np.array([[0, 3, 1]]))
     assert h.dtype == dtype and loss.dtype == dtype and emb.grads["weight"].dtype == dtype
     assert cross_entropy_backward(1.0, cache).dtype == dtype
+
+
+def test_check_same_dtype_returns_the_one_dtype_and_names_every_array_on_a_mismatch():
+    from minipt.core.checks import check_same_dtype
+    a32, b32, c64 = np.zeros(2, np.float32), np.ones(3, np.float32), np.zeros(2)
+    assert check_same_dtype(x=a32, bias=None, w=b32) == np.float32
+    assert check_same_dtype(x=c64) == np.float64 and check_same_dtype(bias=None) is None
+    with pytest.raises(TypeError, match=r"dtype mismatch: x float32, w float32, b float64 \(cast"):
+        check_same_dtype(x=a32, w=b32, skipped=None, b=c64)
+    with pytest.raises(TypeError, match="ids: expected dtype float32 or float64, got int64"):
+        check_same_dtype(x=a32, ids=np.zeros(2, np.int64))
