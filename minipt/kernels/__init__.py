@@ -68,8 +68,8 @@ KERNELS: dict[str, str] = {
     "gelu_tanh_backward": "gelu:gelu_tanh_backward",
     "relu_forward": "relu:relu_forward",
     "relu_backward": "relu:relu_backward",
-    "gelu_forward": "gelu_erf:gelu_forward",
-    "gelu_backward": "gelu_erf:gelu_backward",
+    "gelu_forward": "vgelu:gelu_forward",              # gelu_erf's, float32 on 16 lanes with AVX-512
+    "gelu_backward": "vgelu:gelu_backward",
     "softmax_backward": "softmax:softmax_backward",
     "cross_entropy_targets": "cross_entropy:cross_entropy_targets",
     "cross_entropy": "cross_entropy:cross_entropy",

@@ -51,50 +51,64 @@ _state: dict = {"address": None}
 _building = threading.Lock()
 
 
-def _exp_ir(scaled: bool) -> ir.Module:
-    """void exp_shift(i64 src, float shift, i64 dst, i64 n): dst[v] = exp(src[v] - shift),
-    v < n, LANES at a time, the last ones under a mask; or (``scaled``) exp_shift_scaled(..., float
-    off, float scale): dst[v] = (exp(src[v] - shift) - off) scale, with exp's last product
-    and the subtraction of off in one fused multiply-add, as Numba's loop has them."""
+class Lanes:
+    """LANES float32 lanes on an ``ir.IRBuilder`` (``.b``): constants, splats, fused
+    multiply-adds, and the steps of ``gelu._exp32`` as Numba's loops compile them."""
+
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder):
+        self.b = builder
+        self.vec = ir.VectorType(ir.FloatType(), LANES)
+        self.ivec = ir.VectorType(ir.IntType(32), LANES)
+        self._fma = ir.Function(module, ir.FunctionType(self.vec, [self.vec] * 3), name="llvm.fma.v16f32")
+        self._floor = ir.Function(module, ir.FunctionType(self.vec, [self.vec]), name="llvm.floor.v16f32")
+        self.fabs = ir.Function(module, ir.FunctionType(self.vec, [self.vec]), name="llvm.fabs.v16f32")
+
+    def const(self, v, ty=None):
+        return ir.Constant(ty or self.vec, [v] * LANES)
+
+    def splat(self, value, ty=None):                                   # a scalar in every lane
+        ty, i32 = ty or self.vec, ir.IntType(32)
+        one = self.b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(i32, 0))
+        return self.b.shuffle_vector(one, ir.Constant(ty, ir.Undefined), ir.Constant(self.ivec, [0] * LANES))
+
+    def fma(self, a, x, c):                                            # a x + c, rounded once
+        return self.b.call(self._fma, [a, x, c])
+
+    def exp(self, z):
+        """(p, 2^n), exp(z) = p 2^n: z clamped to [-87, 88] (NaN passes), n = floor(fma(z,
+        log2 e, 1/2)), r = fma(-n, ln2_lo, fma(-n, ln2_hi, z)), p by Horner's rule in six
+        fused multiply-adds, 2^n from n's bits. The caller makes the last product."""
+        b, const = self.b, self.const
+        z = b.select(b.fcmp_ordered(">", const(float(_ZMIN)), z), const(float(_ZMIN)), z)
+        z = b.select(b.fcmp_ordered("<", const(float(_ZMAX)), z), const(float(_ZMAX)), z)
+        nf = b.call(self._floor, [self.fma(z, const(float(_LOG2E)), const(0.5))])
+        r = self.fma(nf, const(-float(_LN2_HI)), z)
+        r = self.fma(nf, const(-float(_LN2_LO)), r)
+        p = self.fma(r, const(float(_C6)), const(float(_C5)))
+        for c in (_C4, _C3, _C2, 1.0, 1.0):
+            p = self.fma(r, p, const(float(c)))
+        two_n = b.bitcast(b.shl(b.add(b.fptosi(nf, self.ivec), const(127, self.ivec)), const(23, self.ivec)), self.vec)
+        return p, two_n
+
+
+def lanes_function(name: str, inputs: int, floats: int, op) -> ir.Module:
+    """A module with void name(i64 in_1 .. in_k, i64 out, i64 n, float f_1 .. f_m):
+    out[v] = op(lanes, x_1 .. x_k, f_1 .. f_m) for v < n, LANES at a time, the last ones
+    under a mask (their loads read 0, their stores are not made). The x are vectors of
+    LANES floats from the float32 arrays at in_1 .. in_k, ``lanes`` a ``Lanes``."""
     f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-    vec, ivec, vb = ir.VectorType(f32, LANES), ir.VectorType(i32, LANES), ir.VectorType(ir.IntType(1), LANES)
+    module = ir.Module(name=name)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i64] * (inputs + 2) + [f32] * floats), name=name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    lanes = Lanes(module, b)
+    vec, vb = lanes.vec, ir.VectorType(ir.IntType(1), LANES)
     pv = vec.as_pointer()
-    module = ir.Module(name="vexp")
-    name, extra = ("exp_shift_scaled", [f32, f32]) if scaled else ("exp_shift", [])
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i64, f32, i64, i64] + extra), name=name)
-    src_i, shift, dst_i, n = fn.args[:4]
-    fma = ir.Function(module, ir.FunctionType(vec, [vec] * 3), name="llvm.fma.v16f32")
-    floor = ir.Function(module, ir.FunctionType(vec, [vec]), name="llvm.floor.v16f32")
     load = ir.Function(module, ir.FunctionType(vec, [pv, i32, vb, vec]), name="llvm.masked.load.v16f32.p0v16f32")
     store = ir.Function(module, ir.FunctionType(ir.VoidType(), [vec, pv, i32, vb]),
                         name="llvm.masked.store.v16f32.p0v16f32")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    src, dst = b.inttoptr(src_i, f32.as_pointer()), b.inttoptr(dst_i, f32.as_pointer())
+    *ins, out = (b.inttoptr(a, f32.as_pointer()) for a in fn.args[:inputs + 1])
+    n, extra = fn.args[inputs + 1], fn.args[inputs + 2:]
     wide = b.and_(n, ir.Constant(i64, -LANES))                         # n rounded down to LANES
-
-    def splat(value, ty=vec):                                          # value in every lane
-        return b.shuffle_vector(b.insert_element(ir.Constant(ty, ir.Undefined), value, ir.Constant(i32, 0)),
-                                ir.Constant(ty, ir.Undefined), ir.Constant(ivec, [0] * LANES))
-
-    def const(v, ty=vec):
-        return ir.Constant(ty, [v] * LANES)
-
-    def exp_of(x):
-        """exp(x - shift) on LANES floats (or the scaled form)."""
-        z = b.fsub(x, splat(shift))
-        z = b.select(b.fcmp_ordered(">", const(float(_ZMIN)), z), const(float(_ZMIN)), z)   # NaN passes
-        z = b.select(b.fcmp_ordered("<", const(float(_ZMAX)), z), const(float(_ZMAX)), z)
-        nf = b.call(floor, [b.call(fma, [z, const(float(_LOG2E)), const(0.5)])])
-        r = b.call(fma, [nf, const(-float(_LN2_HI)), z])
-        r = b.call(fma, [nf, const(-float(_LN2_LO)), r])
-        p = b.call(fma, [r, const(float(_C6)), const(float(_C5))])
-        for c in (_C4, _C3, _C2, 1.0, 1.0):
-            p = b.call(fma, [r, p, const(float(c))])
-        two_n = b.bitcast(b.shl(b.add(b.fptosi(nf, ivec), const(127, ivec)), const(23, ivec)), vec)
-        if not scaled:
-            return b.fmul(p, two_n)
-        off, scale = fn.args[4:]
-        return b.fmul(b.call(fma, [p, two_n, b.fneg(splat(off))]), splat(scale))
 
     head, work, done = (fn.append_basic_block(f"lanes.{s}") for s in ("head", "body", "done"))
     before = b.block
@@ -104,20 +118,34 @@ def _exp_ir(scaled: bool) -> ir.Module:
     i.add_incoming(ir.Constant(i64, 0), before)
     b.cbranch(b.icmp_signed("<", i, wide), work, done)
     b.position_at_end(work)                                            # LANES at a time
-    at = b.bitcast(b.gep(src, [i]), pv)
-    b.store(exp_of(b.load(at, align=4)), b.bitcast(b.gep(dst, [i]), pv), align=4)
+    xs = [b.load(b.bitcast(b.gep(p, [i]), pv), align=4) for p in ins]
+    b.store(op(lanes, *xs, *extra), b.bitcast(b.gep(out, [i]), pv), align=4)
     i.add_incoming(b.add(i, ir.Constant(i64, LANES)), b.block)
     b.branch(head)
     b.position_at_end(done)
 
     rest = b.trunc(b.sub(n, wide), i32)                                # 0 .. LANES - 1 left
     with b.if_then(b.icmp_signed(">", rest, ir.Constant(i32, 0))):     # the last ones under a mask
-        mask = b.icmp_signed("<", ir.Constant(ivec, list(range(LANES))), splat(rest, ivec))
+        mask = b.icmp_signed("<", ir.Constant(lanes.ivec, list(range(LANES))), lanes.splat(rest, lanes.ivec))
         four = ir.Constant(i32, 4)
-        x = b.call(load, [b.bitcast(b.gep(src, [wide]), pv), four, mask, const(0.0)])
-        b.call(store, [exp_of(x), b.bitcast(b.gep(dst, [wide]), pv), four, mask])
+        xs = [b.call(load, [b.bitcast(b.gep(p, [wide]), pv), four, mask, lanes.const(0.0)]) for p in ins]
+        b.call(store, [op(lanes, *xs, *extra), b.bitcast(b.gep(out, [wide]), pv), four, mask])
     b.ret_void()
     return module
+
+
+def _exp_ir(scaled: bool) -> ir.Module:
+    """void exp_shift(i64 src, i64 dst, i64 n, float shift): dst[v] = exp(src[v] - shift),
+    v < n; or (``scaled``) exp_shift_scaled(..., float shift, float off, float scale):
+    dst[v] = (exp(src[v] - shift) - off) scale, with exp's last product and the
+    subtraction of off in one fused multiply-add, as Numba's loop has them."""
+    def op(lanes, x, shift, *off_scale):
+        p, two_n = lanes.exp(lanes.b.fsub(x, lanes.splat(shift)))
+        if not scaled:
+            return lanes.b.fmul(p, two_n)
+        off, scale = off_scale
+        return lanes.b.fmul(lanes.fma(p, two_n, lanes.b.fneg(lanes.splat(off))), lanes.splat(scale))
+    return lanes_function("exp_shift_scaled" if scaled else "exp_shift", 1, 3 if scaled else 1, op)
 
 
 def _compile() -> tuple[int, int]:
@@ -156,7 +184,7 @@ def exp_row_scaled(ex, x, shift, off, scale, out):
 @overload(exp_row, inline="always")
 def _exp_row_impl(ex, x, shift, out):
     if x.dtype == numba.types.float32:
-        return lambda ex, x, shift, out: calls.call_c(ex, (x.ctypes.data, shift, out.ctypes.data, x.shape[0]))
+        return lambda ex, x, shift, out: calls.call_c(ex, (x.ctypes.data, out.ctypes.data, x.shape[0], shift))
 
     def float64(ex, x, shift, out):
         raise ValueError("exp_row: float32 only")
@@ -167,7 +195,7 @@ def _exp_row_impl(ex, x, shift, out):
 def _exp_row_scaled_impl(ex, x, shift, off, scale, out):
     if x.dtype == numba.types.float32:
         return lambda ex, x, shift, off, scale, out: calls.call_c(
-            ex, (x.ctypes.data, shift, out.ctypes.data, x.shape[0], off, scale))
+            ex, (x.ctypes.data, out.ctypes.data, x.shape[0], shift, off, scale))
 
     def float64(ex, x, shift, off, scale, out):
         raise ValueError("exp_row_scaled: float32 only")
