@@ -123,11 +123,12 @@ class BertEmbeddings(Module):
     def forward(self, ids: np.ndarray, segments: np.ndarray, start: int = 0) -> np.ndarray:
         """``start``: the position of the first id (a KV-cached step continues from there)."""
         T = ids.shape[1]
-        x = self.word_embeddings(ids) + self.token_type_embeddings(segments)      # (B, T, E)
+        x = self.word_embeddings(ids)                                             # (B, T, E), a new array
+        x += self.token_type_embeddings(segments)
         if self.pad is None:
-            x = x + self.position_embeddings(T, start)                            # + (T, E)
+            x += self.position_embeddings(T, start)                               # + (T, E)
         else:
-            x = x + self.position_embeddings.at(self.position_ids(ids, start))    # + (B, T, E)
+            x += self.position_embeddings.at(self.position_ids(ids, start))       # + (B, T, E)
         return self.drop(self.ln(x))                                              # (B, T, E)
 
     def backward(self, dy: np.ndarray) -> None:
@@ -170,7 +171,7 @@ class BertEncoder(Module):
         else:
             if not isinstance(token_type_ids, np.ndarray) or not np.issubdtype(token_type_ids.dtype, np.integer):
                 raise TypeError("token_type_ids: expected an integer array of segment ids")
-            if token_type_ids.size and not np.isin(token_type_ids, np.arange(c.type_vocab_size)).all():
+            if token_type_ids.size and (token_type_ids.min() < 0 or token_type_ids.max() >= c.type_vocab_size):
                 bad = sorted(set(np.unique(token_type_ids).tolist()) - set(range(c.type_vocab_size)))
                 raise ValueError(f"token_type_ids: expected segment ids 0 (A) to {c.type_vocab_size - 1}, got {bad}")
             if token_type_ids.shape != input_ids.shape:

@@ -140,6 +140,9 @@ def test_bad_input_is_refused_by_name():
     bad_seg[0, 3] = 2
     with pytest.raises(ValueError, match=r"token_type_ids: expected segment ids 0 \(A\) to 1, got \[2\]"):
         model(ids, bad_seg, mask, mlm, nsp)
+    bad_seg[0, 3] = -1
+    with pytest.raises(ValueError, match=r"token_type_ids: expected segment ids 0 \(A\) to 1, got \[-1\]"):
+        model(ids, bad_seg, mask, mlm, nsp)
     with pytest.raises(ValueError, match="no predicted position"):
         model(ids, seg, mask, np.full_like(mlm, IGNORE), nsp)
     only_pad = np.full_like(mlm, IGNORE)
