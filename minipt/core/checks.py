@@ -53,7 +53,7 @@ def check_shape(name: str, x: np.ndarray, shape: tuple[int, ...]) -> None:
 
 def check_ids(name: str, ids: np.ndarray, vocab_size: int) -> None:
     """Token ids are integers in [0, vocab_size)."""
-    if not isinstance(ids, np.ndarray) or not np.issubdtype(ids.dtype, np.integer):
+    if not isinstance(ids, np.ndarray) or ids.dtype.kind not in "iu":          # signed or unsigned integers
         got = ids.dtype if isinstance(ids, np.ndarray) else type(ids).__name__
         raise TypeError(f"{name}: expected an integer array of token ids, got {got}")
     if ids.size == 0:

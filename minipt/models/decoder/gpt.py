@@ -149,9 +149,9 @@ class GPT(Module):
         offset = 0 if cache is None else cache.length
         if offset + T > c.block_size:
             raise ValueError(f"sequence length {offset + T} exceeds the context (block_size {c.block_size})")
-        x = self.wte(idx)                                       # (B, T, C)
+        x = self.wte(idx)                                       # (B, T, C), a new array
         if self.wpe is not None:
-            x = x + self.wpe(T, offset)                         # (B, T, C) + (T, C)
+            x += self.wpe(T, offset)                            # (B, T, C) + (T, C)
         x = self.drop(x)
         positions = np.arange(offset, offset + T) if c.positions == "rope" else None
         return self.h(x, causal=True, layer_masks=self.layer_masks(T, offset + T), positions=positions,
