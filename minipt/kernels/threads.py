@@ -37,7 +37,7 @@ INTERVAL = 0.5          # seconds between two readings of the machine's load
 SPIN_EXPONENT = 18      # OpenBLAS workers spin 2^18 cycles (about 0.1 ms) after a call, then sleep
 
 _state = {"next": 0.0, "stat": None, "cpu": None, "wall": None, "threads": None, "blas": None, "held": 0,
-          "pool": None}
+          "pool": None, "numba_get": None, "numba_set": None}
 
 
 def available_cpus() -> int:
@@ -148,6 +148,29 @@ def _numba():
     return sys.modules.get("numba")
 
 
+def numba_threads() -> int:
+    """This thread's Numba thread count, as ``numba.get_num_threads`` gives it, through
+    Numba's own entry point once its pool is up: the public function takes two locks on
+    every call, a process-wide one among them (6 us a call inside a step here, 14-33 calls
+    a step at S and M)."""
+    get = _state["numba_get"]
+    if get is None:
+        import numba
+        from numba.np.ufunc import parallel
+        n = numba.get_num_threads()                               # starts the pool if need be
+        _state["numba_get"] = getattr(parallel, "_get_num_threads", None) or numba.get_num_threads
+        _state["numba_set"] = getattr(parallel, "_set_num_threads", None) or numba.set_num_threads
+        return n
+    return get()
+
+
+def set_numba_threads(n: int) -> None:
+    """``numba.set_num_threads(n)`` for this thread (n in [1, NUMBA_NUM_THREADS]), as
+    ``numba_threads`` reads it."""
+    numba_threads()                                               # the pool up, its entry points found
+    _state["numba_set"](int(n))
+
+
 def set_threads(n: int) -> int:
     """Give both pools ``n`` threads (clipped to [1, available CPUs]); returns the count."""
     nb = _numba()
@@ -169,7 +192,7 @@ def _overridden() -> bool:
     if n is None:
         return False
     nb = _numba()
-    return blas_threads() != n or (nb is not None and nb.get_num_threads() != n)
+    return blas_threads() != n or (nb is not None and numba_threads() != n)
 
 
 def fixed_threads() -> int:
@@ -209,19 +232,19 @@ def limit(blas: int | None = None, numba: int | None = None):
     """Fix the pools' thread counts inside the block (benchmarks, experiments); the policy
     resumes after it."""
     import numba as nb
-    saved_blas, saved_nb = blas_threads(), nb.get_num_threads()
+    saved_blas, saved_nb = blas_threads(), numba_threads()
     _state["held"] += 1                                           # refresh() leaves them alone
     try:
         if blas is not None:
             for lib in _blas():
                 lib.set_num_threads(max(1, min(blas, available_cpus())))
         if numba is not None:
-            nb.set_num_threads(max(1, min(numba, available_cpus(), nb.config.NUMBA_NUM_THREADS)))
+            set_numba_threads(max(1, min(numba, available_cpus(), nb.config.NUMBA_NUM_THREADS)))
         yield
     finally:
         for lib in _blas():
             lib.set_num_threads(saved_blas)
-        nb.set_num_threads(saved_nb)
+        set_numba_threads(saved_nb)
         _state["held"] -= 1
 
 
@@ -271,8 +294,7 @@ def in_parts(work, n: int, min_part: int = 1) -> None:
 def part_count(n: int, min_part: int = 1) -> int:
     """How many parts ``in_parts`` cuts ``n`` items into: one per Numba thread, each of at
     least ``min_part`` items, at least one part."""
-    import numba
-    return max(1, min(n // max(1, min_part), numba.get_num_threads()))
+    return max(1, min(n // max(1, min_part), numba_threads()))
 
 
 def cut(n: int, parts: int) -> list[slice]:

@@ -145,6 +145,5 @@ def side_by_side(calls: list) -> list:
 
 
 def _on_one_thread(call):
-    import numba
-    numba.set_num_threads(1)                                  # Numba's count is per thread
+    threads.set_numba_threads(1)                              # Numba's count is per thread
     return call()

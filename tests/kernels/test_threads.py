@@ -236,3 +236,27 @@ def test_openmp_layer_with_short_spin_unless_a_libgomp_came_first():
     mine = subprocess.run(run + ["fresh"], capture_output=True, text=True, check=True,
                           env={**env, "NUMBA_THREADING_LAYER": "workqueue"}).stdout
     assert mine.split() == ["workqueue", "None"]            # a layer set by hand stands
+
+
+def test_numba_threads_reads_and_sets_this_threads_count_as_numba_does():
+    """The fast entry points give and set what numba.get_num_threads / set_num_threads do,
+    per thread: a count set on another thread leaves this one's alone."""
+    import threading
+    start = numba.get_num_threads()
+    assert threads.numba_threads() == start
+    try:
+        threads.set_numba_threads(1)
+        assert numba.get_num_threads() == 1 == threads.numba_threads()
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        assert threads.numba_threads() == numba.get_num_threads()
+        seen = []
+
+        def other():
+            threads.set_numba_threads(1)
+            seen.append((threads.numba_threads(), numba.get_num_threads()))
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert seen == [(1, 1)] and threads.numba_threads() == numba.get_num_threads()
+    finally:
+        numba.set_num_threads(start)
