@@ -36,7 +36,7 @@ from minipt.measured import load_reports, report_key, result_text, time_text  # 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
-BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-28-cross-entropy-lanes"
+BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-28-glue-and-lanes"
 
 FILE_ROLES = {
     "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
