@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 
 import numpy as np
 from llvmlite import ir
@@ -50,6 +51,7 @@ ROW_MAJOR = 101                            # CBLAS_ORDER
 SYMBOLS = {np.dtype(np.float32): "scipy_cblas_sgemm64_"}
 _found: dict = {}
 _ENGINES: list = []                        # compiled IR (``machine_code``), never freed
+_BUILDING = threading.RLock()              # one IR build at a time (``built_once``)
 
 
 def gemm_address(dtype) -> int:
@@ -156,6 +158,21 @@ def ir_on() -> bool:
     ``MINIPT_TILES`` is not 0."""
     import llvmlite.binding as llvm
     return os.environ.get("MINIPT_TILES", "1") != "0" and llvm.get_host_cpu_features().get("avx512f", False)
+
+
+def built_once(state: dict, key: str, build, agrees, off):
+    """``state[key]``: ``build()``'s result (an IR kernel's addresses), made at the first
+    call and kept when ``ir_on()`` and ``agrees(built)``, the first check against the
+    twin; else ``off``. Two threads asking at once wait for one build."""
+    if state[key] is None:
+        with _BUILDING:
+            if state[key] is None:
+                found = off
+                if ir_on():
+                    built = build()
+                    found = built if agrees(built) else off
+                state[key] = found
+    return state[key]
 
 
 def machine_code(modules: list):

@@ -53,8 +53,6 @@ cache, which sees only attention.py's own date, so attention.py records this fil
 """
 from __future__ import annotations
 
-import threading
-
 import numba
 import numpy as np
 
@@ -62,7 +60,7 @@ from . import calls, threads
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"calls.py": "f5f7903a5f287e86"}
+INLINED_SOURCES = {"calls.py": "44108ceb3fab5c96"}
 
 ROWS, LANES, VECTORS = 14, 16, 2
 COLS = LANES * VECTORS
@@ -72,7 +70,6 @@ LINEAR_MIN = 1 << 24             # multiply-adds: in whole steps smaller linears
 SMALL = 100 ** 3                 # OpenBLAS's own small-matrix kernels up to this M N K
 PANEL = 448                      # the longest K OpenBLAS sums in one k-panel
 _state: dict = {"table": None}
-_building = threading.Lock()
 
 
 def _tile_ir(rows: int):
@@ -157,15 +154,7 @@ def table() -> np.ndarray:
     """The tiles' addresses for ``product`` (int64, indexed by rows), made and checked at the
     first call; empty when the tiles are off (see the module docstring). Two part threads
     asking at once wait for one build."""
-    if _state["table"] is None:
-        with _building:
-            if _state["table"] is None:
-                tab = np.zeros(0, dtype=np.int64)
-                if calls.ir_on():
-                    built = _compile()
-                    tab = built if _agrees(built) else tab
-                _state["table"] = tab
-    return _state["table"]
+    return calls.built_once(_state, "table", _compile, _agrees, np.zeros(0, dtype=np.int64))
 
 
 @numba.njit(cache=True, inline="always")

@@ -31,8 +31,6 @@ this file's hash (``INLINED_SOURCES``; tests/kernels/test_kernel_cache.py).
 """
 from __future__ import annotations
 
-import threading
-
 import numba
 import numpy as np
 from llvmlite import ir
@@ -44,11 +42,10 @@ from .gelu import _C2, _C3, _C4, _C5, _C6, _LN2_HI, _LN2_LO, _LOG2E, _ZMAX, _ZMI
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "f5f7903a5f287e86", "gelu.py": "abdd7eb1a7e88395"}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "44108ceb3fab5c96", "gelu.py": "abdd7eb1a7e88395"}
 
 LANES = 16
 _state: dict = {"address": None}
-_building = threading.Lock()
 
 
 class Lanes:
@@ -157,15 +154,7 @@ def addresses() -> tuple[int, int]:
     """The addresses of ``exp_shift`` and ``exp_shift_scaled``, made and checked at the
     first call; (0, 0) when they are off (see the module docstring). Two threads asking at
     once wait for one build."""
-    if _state["address"] is None:
-        with _building:
-            if _state["address"] is None:
-                found = (0, 0)
-                if calls.ir_on():
-                    built = _compile()
-                    found = built if _agrees(*built) else found
-                _state["address"] = found
-    return _state["address"]
+    return calls.built_once(_state, "address", _compile, lambda built: _agrees(*built), (0, 0))
 
 
 def exp_row(ex, x, shift, out):

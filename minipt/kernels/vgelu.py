@@ -24,8 +24,6 @@ otherwise, or when the first check finds a bit apart, and gelu_erf's loops run.
 """
 from __future__ import annotations
 
-import threading
-
 import numba
 import numpy as np
 
@@ -34,10 +32,9 @@ from .vexp import lanes_function
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"calls.py": "f5f7903a5f287e86", "gelu_erf.py": "3780934415a6df3e", "vexp.py": "23639e15a2c1393f"}
+INLINED_SOURCES = {"calls.py": "44108ceb3fab5c96", "gelu_erf.py": "3780934415a6df3e", "vexp.py": "04fa3c9f2effa542"}
 
 _state: dict = {"address": None}
-_building = threading.Lock()
 
 
 def _phi(lanes, x):
@@ -73,15 +70,7 @@ def _compile() -> tuple[int, int]:
 def addresses() -> tuple[int, int]:
     """The addresses of the forward and the backward, made and checked at the first call;
     (0, 0) when they are off. Two threads asking at once wait for one build."""
-    if _state["address"] is None:
-        with _building:
-            if _state["address"] is None:
-                found = (0, 0)
-                if calls.ir_on():
-                    built = _compile()
-                    found = built if _agrees(*built) else found
-                _state["address"] = found
-    return _state["address"]
+    return calls.built_once(_state, "address", _compile, lambda built: _agrees(*built), (0, 0))
 
 
 def gelu_forward(x: np.ndarray) -> np.ndarray:
