@@ -153,7 +153,7 @@ def call_c(typingctx, address, args):
 
 
 def ir_on() -> bool:
-    """Whether the kernels written here as LLVM IR (``tiles``, ``vexp``) may run: the CPU
+    """Whether the kernels written as LLVM IR (``tiles``, ``vexp``, ``vgelu``) may run: the CPU
     has AVX-512 (``avx512f``; they use its 32 vector registers and 16 lanes) and
     ``MINIPT_TILES`` is not 0."""
     import llvmlite.binding as llvm
