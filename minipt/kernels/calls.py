@@ -154,10 +154,17 @@ def call_c(typingctx, address, args):
 
 def ir_on() -> bool:
     """Whether the kernels written as LLVM IR (``tiles``, ``vexp``, ``vgelu``) may run: the CPU
-    has AVX-512 (``avx512f``; they use its 32 vector registers and 16 lanes) and
-    ``MINIPT_TILES`` is not 0."""
+    Numba compiles for has AVX-512 (``avx512f``; they use its 32 vector registers and 16
+    lanes) and ``MINIPT_TILES`` is not 0. That CPU is this one, unless ``NUMBA_CPU_NAME``
+    names another (``haswell``: the benchmarks' ``--isa avx2``); then only
+    ``NUMBA_CPU_FEATURES`` can give it ``+avx512f``."""
+    if os.environ.get("MINIPT_TILES", "1") == "0":
+        return False
+    from numba.core import config
+    if config.CPU_NAME and config.CPU_NAME != "host":
+        return "+avx512f" in (config.CPU_FEATURES or "").split(",")
     import llvmlite.binding as llvm
-    return os.environ.get("MINIPT_TILES", "1") != "0" and llvm.get_host_cpu_features().get("avx512f", False)
+    return bool(llvm.get_host_cpu_features().get("avx512f", False))
 
 
 def built_once(state: dict, key: str, build, agrees, off):
