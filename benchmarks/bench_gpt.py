@@ -166,9 +166,10 @@ def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of "
           f"{calls} steps per side{', each side in its own process' if separate else ''}{harness.sides_note()}; "
           f"ratio > 1: minipt faster; MFU: 6N + 12 L T d FLOPs/token vs the sgemm peak measured "
-          f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only; {harness.load_note()}", flush=True)
+          f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only; {harness.load_note()}\n"
+          f"{harness.isa_note()}", flush=True)
     out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads,
-           "batch_parts": batch_parts()}
+           "batch_parts": batch_parts(), "isa": harness.isa_info()}
     if quiet or not busy:
         out["quiet"] = measure(sizes, rounds, calls, torch, profile_steps=profile_steps, separate=separate)
         print_rows(out["quiet"], "no background load added (whatever else runs on the machine still does)")
@@ -203,8 +204,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="both sides on this many threads (0: torch on 2, "
                     "minipt's thread policy)")
     harness.add_batch_parts_option(ap)
+    harness.add_isa_option(ap)
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
+    harness.apply_isa(args.isa)
     harness.set_bench_threads(args.threads)
     harness.set_batch_parts(args.batch_parts)
     sizes = args.sizes.split(",")

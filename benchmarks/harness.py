@@ -270,6 +270,54 @@ def sides_note() -> str:
         (f", minipt's stacks in {parts} batch parts" if parts > 1 else ", minipt's stacks whole")
 
 
+# --isa avx2: both sides run the code they would run on a CPU without AVX-512, on this
+# one. Each library reads its setting when it loads, so the script starts again with them.
+# The benchmark then shows whether the lead, and each part of the step, hold where the
+# BLAS kernels differ: OpenBLAS on its Haswell kernels, MKL and torch's own kernels on AVX2.
+ISA_ENV = {"avx2": {"NUMBA_CPU_NAME": "haswell",          # minipt's kernels; calls.ir_on() then says no
+                    "OPENBLAS_CORETYPE": "Haswell",       # NumPy's OpenBLAS
+                    "ATEN_CPU_CAPABILITY": "avx2",        # torch's own vectorised kernels
+                    "MKL_ENABLE_INSTRUCTIONS": "AVX2",    # torch's GEMMs
+                    "ONEDNN_MAX_CPU_ISA": "AVX2"}}
+ISA_MARK = "MINIPT_BENCH_ISA"
+
+
+def add_isa_option(ap) -> None:
+    ap.add_argument("--isa", choices=("native", *ISA_ENV), default="native",
+                    help="native: each library picks for this CPU; avx2: both sides on their AVX2 code")
+
+
+def apply_isa(isa: str) -> None:
+    """Start this script again with ``--isa``'s environment, unless it is in force already."""
+    if isa == "native" or os.environ.get(ISA_MARK) == isa:
+        return
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **ISA_ENV[isa], ISA_MARK: isa})
+
+
+def isa_info() -> dict:
+    """What each library runs, read back from it: OpenBLAS's kernels, the CPU Numba compiles
+    for and whether minipt's AVX-512 IR kernels are on, torch's CPU capability."""
+    from numba.core import config
+    from threadpoolctl import threadpool_info
+
+    from minipt.kernels import calls
+    blas = [i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"]
+    out = {"OpenBLAS": blas[0] if blas else "none", "Numba": config.CPU_NAME or "host",
+           "IR kernels": "on" if calls.ir_on() else "off"}
+    try:
+        import torch
+        out["torch"] = torch.backends.cpu.get_cpu_capability()
+    except ImportError:
+        pass
+    return out
+
+
+def isa_note() -> str:
+    """``isa_info`` as one line, for a benchmark's first lines."""
+    return "code run: " + ", ".join(f"{k} {v}" for k, v in isa_info().items())
+
+
 # --batch-parts N: minipt's Transformer stacks cut the batch into N parts side by side on
 # threads (minipt/nn/batch_parts.py), through MINIPT_BATCH_PARTS so that separate.py's
 # processes see it too.
@@ -394,7 +442,7 @@ def training_table(what: str, sizes: dict, names, minipt_step, torch_step, token
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of {calls} "
           f"steps per side{', each side in its own process' if separate else ''}{sides_note()}; "
           f"ratio > 1: minipt faster; "
-          f"{load_note()}", flush=True)
+          f"{load_note()}\n{isa_note()}", flush=True)
     rows = []
     for name in names:
         config = dict(zip(keys.split(), sizes[name]))
@@ -414,7 +462,8 @@ def training_table(what: str, sizes: dict, names, minipt_step, torch_step, token
         ratio = f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})" if "ratio" in r else "-"
         print(f"{r['size']:<5} {r['minipt_tok_s']:12,.0f} {fmt_rate(r.get('torch_tok_s'), 12)} {ratio:>19}")
     from minipt.nn.batch_parts import batch_parts
-    return {"rows": rows, "torch": torch.__version__ if torch else None, "batch_parts": batch_parts()}
+    return {"rows": rows, "torch": torch.__version__ if torch else None, "batch_parts": batch_parts(),
+            "isa": isa_info()}
 
 
 def training_main(doc: str, sizes: dict, run) -> None:
@@ -433,8 +482,10 @@ def training_main(doc: str, sizes: dict, run) -> None:
     ap.add_argument("--threads", type=int, default=0, help="both sides on this many threads (0: torch on 2, "
                     "minipt's thread policy)")
     add_batch_parts_option(ap)
+    add_isa_option(ap)
     ap.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = ap.parse_args()
+    apply_isa(args.isa)
     set_bench_threads(args.threads)
     set_batch_parts(args.batch_parts)
     names = args.sizes.split(",")

@@ -13,7 +13,7 @@ Three blocks of README.md lie between marker comments and are written here, neve
 - ``claims``: the claims ledger (``minipt experiment claims``), one row per paper's claim
   with its verdict and figures, from the committed runs in ``minipt/experiments/ledger/``.
 
-Two blocks of benchmarks/README.md are written here too, from the committed JSON of
+Four blocks of benchmarks/README.md are written here too, from the committed JSON of
 ``bench_gpt.py``, ``bench_bert.py`` and ``bench_t5.py`` (``--json``) in ``BENCH_RUNS`` (one
 dated folder of ``reports/benchmarks/``):
 
@@ -22,6 +22,9 @@ dated folder of ``reports/benchmarks/``):
   the per-round ratios.
 - ``slower-parts``: for each run in one process, the parts of a step (benchmarks/parts.py)
   where minipt took more than 1.1 times torch's time.
+- ``training-vs-torch-avx2`` and ``slower-parts-avx2``: the same two tables for the runs
+  in ``BENCH_AVX2``, both sides on their AVX2 code (``--isa avx2``), with what each
+  library ran as the runs read it back.
 
 ``tests/test_readme.py`` checks that both files equal what this script writes.
 """
@@ -37,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
 BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-28-glue-and-lanes"
+BENCH_AVX2 = ROOT / "reports" / "benchmarks" / "2026-11-28-avx2"        # --isa avx2
 
 FILE_ROLES = {
     "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
@@ -121,15 +125,16 @@ def _training_rows(path: Path) -> dict[str, dict]:
     return {r["size"]: r for r in data.get("quiet", data.get("rows", []))}
 
 
-def training_block(_reports=None) -> str:
-    """minipt/torch per size: two runs in one process, then --separate; the spread."""
-    runs = {(b, run): _training_rows(BENCH_RUNS / f"bench_{b}.{run}.json")
-            for b in ("gpt", "bert", "t5") for run in ("run1", "run2", "separate")}
+def _ratio_table(folder: Path, hows: tuple, heading: str) -> str:
+    """minipt/torch per benchmark and size from ``folder``'s --json files, one row per
+    (how, run kinds) of ``hows``; the spread of the per-round ratios below."""
+    kinds = [k for _, ks in hows for k in ks]
+    runs = {(b, k): _training_rows(folder / f"bench_{b}.{k}.json") for b in ("gpt", "bert", "t5") for k in kinds}
     sizes = ("S", "M", "L")
-    lines = ["| benchmark, `--batch-parts 2`, 15 rounds | " + " | ".join(sizes) + " |", "|---|---|---|---|"]
-    for how, kinds in (("two runs, one process", ("run1", "run2")), ("`--separate`", ("separate",))):
+    lines = [f"| benchmark, {heading} | " + " | ".join(sizes) + " |", "|---|---|---|---|"]
+    for how, ks in hows:
         for b in ("gpt", "bert", "t5"):
-            cells = [", ".join(f"{runs[b, k][s]['ratio']:.2f}x" for k in kinds) for s in sizes]
+            cells = [", ".join(f"{runs[b, k][s]['ratio']:.2f}x" for k in ks) for s in sizes]
             lines.append(f"| `bench_{b}.py`, {how} | " + " | ".join(cells) + " |")
     spread = {s: (min(r[s]["ratio_min"] for r in runs.values()), max(r[s]["ratio_max"] for r in runs.values()))
               for s in sizes}
@@ -138,14 +143,37 @@ def training_block(_reports=None) -> str:
     return "\n".join(lines)
 
 
-def slower_parts_block(_reports=None) -> str:
-    """Per benchmark, size and run of one process: the parts of a step past the line of
-    benchmarks/parts.py's table (``parts.slower``: more than 1.1 times torch's time), or none."""
+def training_block(_reports=None) -> str:
+    """minipt/torch per size: two runs in one process, then --separate; the spread."""
+    return _ratio_table(BENCH_RUNS, (("two runs, one process", ("run1", "run2")), ("`--separate`", ("separate",))),
+                        "`--batch-parts 2`, 15 rounds")
+
+
+def _isa_line(folder: Path) -> str:
+    """What both sides ran on, as every run of ``folder`` read it back (``harness.isa_info``)."""
+    import json
+    seen = {json.dumps(json.loads(p.read_text())["isa"], sort_keys=True) for p in sorted(folder.glob("bench_*.json"))}
+    if len(seen) != 1:
+        raise ValueError(f"the runs in {folder} did not all run on the same code: {sorted(seen)}")
+    info = json.loads(seen.pop())
+    return "Every run read back: " + ", ".join(f"{k} {v}" for k, v in info.items()) + "."
+
+
+def avx2_training_block(_reports=None) -> str:
+    """As ``training_block``, both sides on their AVX2 code (``--isa avx2``), two runs."""
+    return _ratio_table(BENCH_AVX2, (("two runs, one process", ("run1", "run2")),),
+                        "`--isa avx2`, `--batch-parts 2`, 15 rounds") + "\n\n" + _isa_line(BENCH_AVX2)
+
+
+def _slower_table(folder: Path) -> str:
+    """Per benchmark, size and run of one process in ``folder``: the parts of a step past
+    the line of benchmarks/parts.py's table (``parts.slower``: more than 1.1 times torch's
+    time), or none."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import parts
     lines = ["| benchmark | size | run 1 | run 2 |", "|---|---|---|---|"]
     for b in ("gpt", "bert", "t5"):
-        runs = [_training_rows(BENCH_RUNS / f"bench_{b}.{run}.json") for run in ("run1", "run2")]
+        runs = [_training_rows(folder / f"bench_{b}.{run}.json") for run in ("run1", "run2")]
         for size in ("S", "M", "L"):
             cells = []
             for rows in runs:
@@ -158,11 +186,21 @@ def slower_parts_block(_reports=None) -> str:
     return "\n".join(lines)
 
 
+def slower_parts_block(_reports=None) -> str:
+    return _slower_table(BENCH_RUNS)
+
+
+def avx2_slower_parts_block(_reports=None) -> str:
+    return _slower_table(BENCH_AVX2)
+
+
 BLOCKS = {"models": models_block, "run-files": run_files_block, "claims": claims_block}
-BENCH_BLOCKS = {"training-vs-torch": training_block, "slower-parts": slower_parts_block}
+BENCH_BLOCKS = {"training-vs-torch": training_block, "slower-parts": slower_parts_block,
+                "training-vs-torch-avx2": avx2_training_block, "slower-parts-avx2": avx2_slower_parts_block}
 SOURCES = {"models": "reports/presets/", "run-files": "reports/presets/", "claims": "minipt/experiments/ledger/",
-           "training-vs-torch": f"{BENCH_RUNS.relative_to(ROOT).as_posix()}/",
-           "slower-parts": f"{BENCH_RUNS.relative_to(ROOT).as_posix()}/"}
+           **{name: f"{BENCH_RUNS.relative_to(ROOT).as_posix()}/" for name in ("training-vs-torch", "slower-parts")},
+           **{name: f"{BENCH_AVX2.relative_to(ROOT).as_posix()}/"
+              for name in ("training-vs-torch-avx2", "slower-parts-avx2")}}
 
 
 def render(readme: str, reports: dict[str, dict], blocks: dict = BLOCKS) -> str:
