@@ -188,19 +188,39 @@ def _address(kernel, signature, dtype) -> int:
     return _addresses[key]
 
 
-def _gemm_for(dtype, rows, keys, T, D, arrays, pairs) -> int:
+_BLOCKS: dict = {}
+
+
+def _blocks(T, S, causal):
+    """``_row_blocks`` and ``_key_blocks`` of (T, S, causal), each as a list and as an int64
+    array (n, 3) for the part kernels, and the smallest dimension of their products; made
+    once per shape (a GPT S step asks 4 times, and cProfile saw 0.1 ms of these lines)."""
+    key = (T, S, causal)
+    found = _BLOCKS.get(key)
+    if found is None:
+        rows, keys = _row_blocks(T, S, causal), _key_blocks(T, S, causal)
+        least = min([d for r0, r1, n in rows for d in (r1 - r0, n)] + [d for c0, c1, r0 in keys for d in (c1 - c0, T - r0)])
+        found = _BLOCKS[key] = (rows, keys, np.array(rows, dtype=np.int64), np.array(keys, dtype=np.int64), least)
+    return found
+
+
+def _gemm_for(dtype, least, D, arrays, pairs) -> int:
     """The address of NumPy's own GEMM (``calls.gemm_address``) when the part kernels, calling
     it directly, make the very calls ``np.matmul`` would, so give the same bits; else 0 (the
     parts then call ``np.matmul``). NumPy's matmul calls GEMM when every dimension of a
-    product is at least 2 (else GEMV or its own loop), every matrix has rows of unit stride
-    and a whole number of elements apart, at least D (else its own loop), and the two
-    factors are not one array and its transpose (else SYRK)."""
+    product is at least 2 (else GEMV or its own loop: ``least`` is the smallest but D),
+    every matrix has rows of unit stride and a whole number of elements apart, at least D
+    (else its own loop), and the two factors are not one array and its transpose (else SYRK)."""
     size = np.dtype(dtype).itemsize
-    dims = [D] + [d for r0, r1, n in rows for d in (r1 - r0, n)] + [d for c0, c1, r0 in keys for d in (c1 - c0, T - r0)]
-    if min(dims) < 2 or any(a.strides[3] != size or a.strides[2] % size or a.strides[2] < D * size for a in arrays):
+    if min(least, D) < 2:
         return 0
-    if any(a.ctypes.data == b.ctypes.data and a.strides == b.strides for a, b in pairs):
-        return 0
+    for a in arrays:
+        row = a.strides[2]
+        if a.strides[3] != size or row % size or row < D * size:
+            return 0
+    for a, b in pairs:                  # the data addresses compared without ndarray.ctypes' Python object
+        if a.strides == b.strides and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]:
+            return 0
     return calls.gemm_address(dtype)
 
 
@@ -213,10 +233,10 @@ def blas_attention_forward(q, k, v, scale, causal, mask=None, bias=None):
     out = np.empty((B, T, H, D), dtype=q.dtype).transpose(0, 2, 1, 3)
     p = np.empty((B, H, T, S), dtype=q.dtype)
     mask, bias = _mask_and_bias(mask, bias, S, q.dtype)
-    blocks = _row_blocks(T, S, causal)
-    fn = _gemm_for(q.dtype, blocks, _key_blocks(T, S, causal), T, D, [q, k, v, out], [(q, k)])
+    blocks, _, rows, _, least = _blocks(T, S, causal)
+    fn = _gemm_for(q.dtype, least, D, (q, k, v, out), ((q, k),))
     if fn:
-        kernel, rows, tab = _forward_part_jit(q.dtype), np.array(blocks, dtype=np.int64), tiles.table()
+        kernel, tab = _forward_part_jit(q.dtype), tiles.table()
         softmax = _address(_softmax_jit, _softmax_signature, q.dtype)
         threads.in_parts(lambda b: kernel(q, k, v, p, out, q.dtype.type(scale), bool(causal), mask, bias, b.start,
                                           b.stop, rows, fn, tab, softmax), B)
@@ -243,10 +263,10 @@ def blas_attention_backward(dout, q, k, v, p, scale, causal, mask=None, bias=Fal
     dq, dk, dv = out if out is not None else (np.empty_like(q), np.empty_like(k), np.empty_like(v))
     mask = _mask_and_bias(mask, None, S, q.dtype)[0]
     sc = q.dtype.type(scale)
-    rows, keys = _row_blocks(T, S, causal), _key_blocks(T, S, causal)
-    fn = _gemm_for(q.dtype, rows, keys, T, D, [dout, q, k, v, dq, dk, dv], [(q, k), (dout, v)])
+    rows, keys, r, c, least = _blocks(T, S, causal)
+    fn = _gemm_for(q.dtype, least, D, (dout, q, k, v, dq, dk, dv), ((q, k), (dout, v)))
     if fn:
-        kernel, r, c = _backward_part_jit(q.dtype), np.array(rows, dtype=np.int64), np.array(keys, dtype=np.int64)
+        kernel = _backward_part_jit(q.dtype)
         backward = _address(_backward_jit, _backward_signature, q.dtype)
         ds = np.empty(p.shape if bias else (0, *p.shape[1:]), dtype=q.dtype)   # no bias: one head's dS at a time
         tab = tiles.table()
