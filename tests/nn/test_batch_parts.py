@@ -119,6 +119,30 @@ def test_same_bits_on_one_core_or_two(parts, monkeypatch):
     assert all(np.array_equal(p1[k], p2[k]) for k in p1)
 
 
+def test_the_replicas_gradients_go_to_a_second_thread_only_when_large(parts, monkeypatch):
+    """The adds of add_gradients run on two threads from TWO_THREADS_FROM elements on,
+    on the caller's below it, with the same bits."""
+    parts(2)
+    r = np.random.default_rng(8)
+    m = stack(dtype=np.float32)
+    x, dy = r.standard_normal((6, T, C)).astype(np.float32), r.standard_normal((6, T, C)).astype(np.float32)
+    monkeypatch.setattr(threads, "refresh", lambda: 2)
+    together, real = [], threads.run_together
+    monkeypatch.setattr(threads, "run_together", lambda calls, on_thread=None: together.append(on_thread) or
+                        real(calls, on_thread))
+    out = {}
+    for start in (0, batch_parts.TWO_THREADS_FROM):
+        monkeypatch.setattr(batch_parts, "TWO_THREADS_FROM", start)
+        together.clear()
+        out[start] = run(m, x, {"causal": True}, dy)
+        adds = [t for t in together if t is None]      # the parts go through _on_one_thread, the adds not
+        assert len(together) - len(adds) == 2 and len(adds) == (1 if start == 0 else 0)
+    assert m._replicas[2].size < batch_parts.TWO_THREADS_FROM
+    (y1, g1, p1), (y2, g2, p2) = out.values()
+    assert np.array_equal(y1, y2) and np.array_equal(g1.dx, g2.dx)
+    assert all(np.array_equal(p1[k], p2[k]) for k in p1)
+
+
 def test_a_failed_backward_leaves_no_stale_gradients_in_the_replicas(parts, free, monkeypatch):
     """The replicas' gradients are zeroed as they are added in; a backward that fails after
     a replica accumulated some must not carry them into the next step."""
