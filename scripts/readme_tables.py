@@ -39,7 +39,7 @@ from minipt.measured import load_reports, report_key, result_text, time_text  # 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
-BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-28-glue-and-lanes"
+BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-28-fewer-hand-overs"
 BENCH_AVX2 = ROOT / "reports" / "benchmarks" / "2026-11-28-avx2"        # --isa avx2
 
 FILE_ROLES = {
