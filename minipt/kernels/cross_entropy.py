@@ -29,7 +29,7 @@ from .attention_rows import _exp, _row_max
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {'attention_rows.py': 'c8c5e41590ab0410', 'vexp.py': '75fa5f86e9e0cdaf'}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "vexp.py": "1e6d0642718b8e4f"}
 
 PART_MIN = 1 << 18          # logits per part on a thread, at least (see ``cross_entropy_rows``)
 

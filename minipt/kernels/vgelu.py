@@ -32,7 +32,7 @@ from .vexp import lanes_function
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {'calls.py': '9a75e1cc8dee7925', 'gelu_erf.py': '3780934415a6df3e', 'vexp.py': '75fa5f86e9e0cdaf'}
+INLINED_SOURCES = {"calls.py": "9a75e1cc8dee7925", "gelu_erf.py": "3780934415a6df3e", "vexp.py": "1e6d0642718b8e4f"}
 
 _state: dict = {"address": None}
 
