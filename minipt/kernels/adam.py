@@ -13,7 +13,8 @@ parameter is at most a few hundred thousand elements in the models here.
 (``calls.pointer_like``), instead of one call each with its Python and Numba argument
 checks: an AdamW step of BERT at benchmarks/bench_bert.py's sizes S / M / L took 96 / 633 /
 2077 us against 186 / 783 / 2307. The same loop per parameter, with no fastmath: the same
-bits (tests/kernels/test_adam_kernel.py).
+bits (tests/kernels/test_adam_kernel.py). ``nogil``: from enough elements on the optimiser
+gives each of two threads half of the parameters (``threads.two_threads_for``).
 """
 import numba
 import numpy as np
@@ -41,7 +42,7 @@ def adam_update(p, g, m, v, step, b1, b2, root_c2, eps, decay, l2):
         p[i] = pi - step * mi / (np.sqrt(vi) / root_c2 + eps)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def adam_update_all(arrays, sizes, like, decays, l2s, step, b1, b2, root_c2, eps):
     """arrays (n, 4) int64: the addresses of parameter i's p, g, m, v, each (sizes[i],)
     C-contiguous of ``like``'s dtype; decays, l2s (n,) float64 -> ``adam_update`` of each."""

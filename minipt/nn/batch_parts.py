@@ -84,12 +84,6 @@ def join(parts: list[np.ndarray | None], was_batched: bool) -> np.ndarray | None
     return total
 
 
-# Below this many replica gradient elements the adds run on the caller's thread: handing
-# half to a second thread cost 130-170 us a step here (its start and the wait for it), and
-# GPT S's stack (98k elements) took 81 us a half; at M (786k) 430-460 us a half.
-TWO_THREADS_FROM = 1 << 18
-
-
 class Replicas:
     """Replicas 1 .. parts-1 of ``module``: copies that hold its very parameter arrays (an
     optimiser step moves all of them) with gradient arrays and caches of their own.
@@ -102,8 +96,8 @@ class Replicas:
         self.modules = [copy.deepcopy(module, dict(memo)) for _ in range(parts - 1)]
         self.slots = [(mod.params, key, p) for _, mod in module.named_modules() for key, p in mod.params.items()]
         own = [g for _, g in module.named_grads()]                      # tied arrays once
-        pairs = sorted(zip(own, *([g for _, g in m.named_grads()] for m in self.modules)), key=lambda t: -t[0].size)
-        self.shares = [pairs[0::2], pairs[1::2]]      # two halves of about equal size, for two threads
+        pairs = list(zip(own, *([g for _, g in m.named_grads()] for m in self.modules)))
+        self.shares = threads.halves(pairs, lambda t: t[0].size)      # for two threads
         self.size = sum(g.size for _, *theirs in pairs for g in theirs)   # the replicas' gradient elements
         self.dirty = True                             # the copies' gradients are the module's, not zeros
 
@@ -125,14 +119,14 @@ class Replicas:
     def add_gradients(self) -> None:
         """Add each replica's gradients into ``module``'s and zero them while they are in
         cache, for the next backward; the two halves of the arrays on two threads when two
-        cores are free and the replicas hold at least ``TWO_THREADS_FROM`` elements. Each
-        sum is added in the same order either way: the same bits."""
+        cores are free and the replicas hold enough elements (``threads.two_threads_for``).
+        Each sum is added in the same order either way: the same bits."""
         def add(share):
             for own, *theirs in share:
                 for g in theirs:
                     own += g
                     g.fill(0)
-        if threads.refresh() >= 2 and self.size >= TWO_THREADS_FROM:
+        if threads.two_threads_for(self.size):
             threads.run_together([lambda share=share: add(share) for share in self.shares])
         else:
             for share in self.shares:

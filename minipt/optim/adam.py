@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import kernels
 from ..core.module import Module
+from ..kernels import threads
 from .base import Optimizer
 
 NoDecay = Callable[[str, np.ndarray], bool]
@@ -80,18 +81,27 @@ class Adam(Optimizer):
         root_c2 = math.sqrt(1.0 - b2 ** t)         # sqrt(vhat) = sqrt(v) / root_c2
         fused, rest = self._fused(m_all, v_all)
         if fused is not None:                      # one Numba call for every parameter it can take
-            addresses, sizes, like, wd = fused
-            decay, l2 = (lr * wd, 0.0 * wd) if self.decoupled else (0.0 * wd, wd)
-            kernels.get("adam_update_all")(addresses, sizes, like, decay, l2, step, b1, b2, root_c2, eps)
+            update_all = kernels.get("adam_update_all")
+            size, whole, halves = fused
+
+            def update(piece):
+                addresses, sizes, like, wd = piece
+                decay, l2 = (lr * wd, 0.0 * wd) if self.decoupled else (0.0 * wd, wd)
+                update_all(addresses, sizes, like, decay, l2, step, b1, b2, root_c2, eps)
+            if threads.two_threads_for(size):      # each parameter on one thread: the same bits
+                threads.run_together([lambda half=half: update(half) for half in halves])
+            else:
+                update(whole)
         for name, p, g in rest:
             wd = self.weight_decay if self._decays[name] else 0.0
             decay, l2 = (lr * wd, 0.0) if self.decoupled else (0.0, wd)
             adam_update_numpy(p, g, m_all[name], v_all[name], step, b1, b2, root_c2, eps, decay, l2)
 
     def _fused(self, m_all, v_all):
-        """((addresses (n, 4) int64 of p, g, m, v; sizes (n,); a 0-size array of their dtype;
-        weight decay (n,) float64) or None, the entries left to NumPy) for the moments m_all,
-        v_all; made again when an array in them was replaced (a loaded state). The kernel
+        """((elements, the kernel's arguments for all, for each of two halves) or None, the
+        entries left to NumPy) for the moments m_all, v_all; the arguments: addresses (n, 4)
+        int64 of p, g, m, v, sizes (n,), a 0-size array of their dtype, weight decay (n,)
+        float64. Made again when an array in them was replaced (a loaded state). The kernel
         takes each parameter whose four arrays are C-contiguous in the first one's dtype."""
         plan = getattr(self, "_plan", None)
         if plan is None or any(m_all[n] is not m or v_all[n] is not v for n, m, v in plan["moments"]):
@@ -102,10 +112,13 @@ class Adam(Optimizer):
                 (take if ok and (not take or p.dtype == take[0][1][0].dtype) else rest).append((name, p, g, arrays))
             fused = None
             if take and kernels.get("adam_update_all"):
-                fused = (np.array([[a.ctypes.data for a in arrays] for *_, arrays in take], dtype=np.int64),
-                         np.array([p.size for _, p, _, _ in take], dtype=np.int64),
-                         np.empty(0, take[0][1].dtype),
-                         np.array([self.weight_decay if self._decays[name] else 0.0 for name, *_ in take]))
+                def arguments(entries):
+                    return (np.array([[a.ctypes.data for a in arrays] for *_, arrays in entries], dtype=np.int64).reshape(-1, 4),
+                            np.array([p.size for _, p, _, _ in entries], dtype=np.int64),
+                            np.empty(0, take[0][1].dtype),
+                            np.array([self.weight_decay if self._decays[name] else 0.0 for name, *_ in entries]))
+                fused = (sum(p.size for _, p, _, _ in take), arguments(take),
+                         [arguments(half) for half in threads.halves(take, lambda entry: entry[1].size)])
             else:
                 rest = take + rest
             # the plan holds every array it has the address of, so none is freed under it

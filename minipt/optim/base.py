@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.module import Module
+from ..kernels import threads
 
 
 class Optimizer:
@@ -21,6 +22,8 @@ class Optimizer:
             for key, p in mod.params.items():
                 holders.setdefault(id(p), (mod.params, key))
         self._holders = [holders[id(p)] for _, p, _ in self.entries]
+        self._grad_halves = threads.halves([g for _, _, g in self.entries], lambda g: g.size)
+        self._grad_size = sum(g.size for _, _, g in self.entries)
 
     def _slot(self, slot: str) -> dict[str, np.ndarray]:
         if slot not in self.state:
@@ -30,10 +33,14 @@ class Optimizer:
     def zero_grad(self) -> None:
         """Zero the gradients this optimiser updates, a tied one once: one flat loop over its
         entries, where ``Module.zero_grad`` walks the tree (at toy sizes the walk costs about
-        as much as the fills)."""
+        as much as the fills); the two halves of them on two threads when there are enough
+        elements (``threads.two_threads_for``: 1.5 ms a BERT L step on one)."""
         self._check_current()
-        for _, _, g in self.entries:
-            g.fill(0)
+        if threads.two_threads_for(self._grad_size):
+            threads.run_together([lambda half=half: _fill_zero(half) for half in self._grad_halves])
+        else:
+            _fill_zero(self._grad_halves[0])
+            _fill_zero(self._grad_halves[1])
 
     def step(self) -> None:
         self._check_current()
@@ -75,3 +82,8 @@ class Optimizer:
             if missing:
                 raise KeyError(f"optimiser state slot {slot!r} lacks parameter {missing[0]}")
         self.state, self.t, self.lr = new, int(scalars["t"]), float(scalars["lr"])
+
+
+def _fill_zero(arrays: list[np.ndarray]) -> None:
+    for a in arrays:
+        a.fill(0)                      # NumPy lets go of Python's lock for a large fill

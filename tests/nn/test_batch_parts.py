@@ -131,13 +131,13 @@ def test_the_replicas_gradients_go_to_a_second_thread_only_when_large(parts, mon
     monkeypatch.setattr(threads, "run_together", lambda calls, on_thread=None: together.append(on_thread) or
                         real(calls, on_thread))
     out = {}
-    for start in (0, batch_parts.TWO_THREADS_FROM):
-        monkeypatch.setattr(batch_parts, "TWO_THREADS_FROM", start)
+    for start in (0, threads.TWO_THREADS_FROM):
+        monkeypatch.setattr(threads, "TWO_THREADS_FROM", start)
         together.clear()
         out[start] = run(m, x, {"causal": True}, dy)
         adds = [t for t in together if t is None]      # the parts go through _on_one_thread, the adds not
         assert len(together) - len(adds) == 2 and len(adds) == (1 if start == 0 else 0)
-    assert m._replicas[2].size < batch_parts.TWO_THREADS_FROM
+    assert m._replicas[2].size < threads.TWO_THREADS_FROM
     (y1, g1, p1), (y2, g2, p2) = out.values()
     assert np.array_equal(y1, y2) and np.array_equal(g1.dx, g2.dx)
     assert all(np.array_equal(p1[k], p2[k]) for k in p1)

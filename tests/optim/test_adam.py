@@ -234,3 +234,33 @@ def test_an_optimiser_refuses_arrays_replaced_after_it_was_built():
     for call in (opt.zero_grad, opt.step):
         with pytest.raises(RuntimeError, match="weight: the module's arrays were replaced.*build the optimiser"):
             call()
+
+
+@pytest.mark.parametrize("cls", [Adam, AdamW])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_two_threads_take_the_halves_of_zero_grad_and_step_with_the_same_bits(cls, seed, monkeypatch):
+    """From TWO_THREADS_FROM elements on (here 0), with two cores free, zero_grad and the
+    fused update give each of two threads half of the arrays; every array ends as on one
+    thread. Seed 1's model has one parameter: one half is empty."""
+    from minipt.kernels import threads
+    together, real = [], threads.run_together
+    monkeypatch.setattr(threads, "refresh", lambda: 2)
+    monkeypatch.setattr(threads, "run_together", lambda calls, on_thread=None: together.append(len(calls)) or
+                        real(calls, on_thread))
+    ends = {}
+    for start in (threads.TWO_THREADS_FROM, 0):
+        monkeypatch.setattr(threads, "TWO_THREADS_FROM", start)
+        together.clear()
+        model = Net(seed=3) if seed == 0 else Linear(6, 5, bias=False, rng=np.random.default_rng(3))
+        opt = cls(model, lr=1e-2, weight_decay=0.1)
+        r = np.random.default_rng(seed)
+        for _ in range(3):
+            opt.zero_grad()
+            assert not any(g.any() for _, _, g in opt.entries)
+            for _, _, g in opt.entries:
+                g += r.standard_normal(g.shape).astype(g.dtype)
+            opt.step()
+        assert together == ([] if start else [2] * 6)              # three zero_grads, three steps
+        ends[start] = [p.copy() for _, p, _ in opt.entries] + [a.copy() for d in opt.state.values() for a in d.values()]
+    one, two = ends.values()
+    assert len(one) == len(two) and all(np.array_equal(a, b) for a, b in zip(one, two))
