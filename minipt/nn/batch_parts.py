@@ -18,8 +18,10 @@ per op (``threads.in_parts`` costs 0.2 ms a call here). ``benchmarks/bench_gpt.p
 ``bench_bert.py`` and ``bench_t5.py`` measure it (``--batch-parts``).
 
 ``MINIPT_BATCH_PARTS=N`` (or ``set_batch_parts``) turns it on; 1, the default, leaves
-every stack whole. The count of parts decides the bits, not the cores free: with one
-core free the parts run one after the other and give the same numbers. A stack runs
+every stack whole. The count of parts decides the bits, not the cores: the parts run side
+by side on as many CPUs as the process may use (``threads.part_threads``; beside another
+busy process too, each part's ops on one thread), or, on one CPU or with one thread set
+by hand, one after the other, with the same numbers. A stack runs
 whole when it cannot be cut: fewer rows than parts, a KV cache, dropout in training (the
 parts would draw other masks than the whole batch), attention weights being recorded, or
 per-layer masks with a batch axis.
@@ -136,10 +138,10 @@ class Replicas:
 
 def side_by_side(calls: list) -> list:
     """Run the zero-argument ``calls``, each on its own thread (the first on the caller's)
-    with NumPy's BLAS and Numba at one thread, or one after the other when the thread
-    policy leaves one core; returns their results in order. An exception in any call is
-    raised after all of them ended."""
-    free = threads.refresh()                                  # the policy's count, before holding it
+    with NumPy's BLAS and Numba at one thread, or one after the other when there is one
+    thread for parts (``threads.part_threads``); returns their results in order. An
+    exception in any call is raised after all of them ended."""
+    free = threads.part_threads()                             # before holding the pools
     with threads.limit(blas=1, numba=1):
         if free < 2 or len(calls) == 1:
             return [call() for call in calls]

@@ -116,6 +116,21 @@ def test_a_limit_block_holds_even_before_the_first_reading(policy_state, monkeyp
     assert threads.blas_threads() == max(1, CPUS - 1) and not threads._overridden()
 
 
+@pytest.mark.skipif(CPUS < 2, reason="needs 2 CPUs to tell one thread from two")
+def test_parts_take_every_cpu_beside_a_busy_process_unless_a_count_was_set_by_hand(policy_state, monkeypatch):
+    readings = iter([100.0, 101.5, 103.0, 104.5])          # quiet, then others keep 1.0 core busy
+    own = iter([10.0, 10.5, 11.0, 11.5])
+    monkeypatch.setattr(threads, "_read_busy", lambda: next(readings))
+    monkeypatch.setattr(threads, "_own_cpu", lambda: next(own))
+    assert threads.part_threads(now=1000.0) == CPUS
+    assert threads.part_threads(now=1001.0) == CPUS         # the parts: every CPU ...
+    assert threads.blas_threads() == CPUS - 1               # ... the pools: what others leave
+    with threads.limit(blas=1, numba=1):
+        assert threads.part_threads(now=1001.1) == CPUS - 1  # a limit block stands
+    monkeypatch.setenv("MINIPT_THREADS", "1")                # so does a fixed count
+    assert threads.part_threads(now=1003.0) == 1
+
+
 def test_minipt_threads_fixes_the_count(policy_state, monkeypatch):
     monkeypatch.setenv("MINIPT_THREADS", "1")
     assert threads.refresh(now=1000.0) == 1

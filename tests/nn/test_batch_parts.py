@@ -61,8 +61,8 @@ def run(m, x, kw, dy, start=0.0):
 
 @pytest.fixture(params=[1, 2], ids=["one core free", "two cores free"])
 def free(request, monkeypatch):
-    """The thread policy's count of free cores: the parts run one after the other, or side by side."""
-    monkeypatch.setattr(threads, "refresh", lambda: request.param)
+    """The threads for parts: the parts run one after the other, or side by side."""
+    monkeypatch.setattr(threads, "part_threads", lambda: request.param)
     return request.param
 
 
@@ -108,7 +108,7 @@ def test_same_bits_on_one_core_or_two(parts, monkeypatch):
     x, dy = r.standard_normal((6, T, C)).astype(np.float32), r.standard_normal((6, T, C)).astype(np.float32)
     out, real = {}, batch_parts._on_one_thread
     for free in (1, 2):
-        monkeypatch.setattr(threads, "refresh", lambda free=free: free)
+        monkeypatch.setattr(threads, "part_threads", lambda free=free: free)
         ran = []
         monkeypatch.setattr(batch_parts, "_on_one_thread", lambda call: ran.append(1) or real(call))
         out[free] = run(m, x, {"causal": True}, dy)
@@ -126,7 +126,7 @@ def test_the_replicas_gradients_go_to_a_second_thread_only_when_large(parts, mon
     r = np.random.default_rng(8)
     m = stack(dtype=np.float32)
     x, dy = r.standard_normal((6, T, C)).astype(np.float32), r.standard_normal((6, T, C)).astype(np.float32)
-    monkeypatch.setattr(threads, "refresh", lambda: 2)
+    monkeypatch.setattr(threads, "refresh", lambda now=None: 2)
     together, real = [], threads.run_together
     monkeypatch.setattr(threads, "run_together", lambda calls, on_thread=None: together.append(on_thread) or
                         real(calls, on_thread))
