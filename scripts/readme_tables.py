@@ -13,7 +13,7 @@ Three blocks of README.md lie between marker comments and are written here, neve
 - ``claims``: the claims ledger (``minipt experiment claims``), one row per paper's claim
   with its verdict and figures, from the committed runs in ``minipt/experiments/ledger/``.
 
-Four blocks of benchmarks/README.md are written here too, from the committed JSON of
+Five blocks of benchmarks/README.md are written here too, from the committed JSON of
 ``bench_gpt.py``, ``bench_bert.py`` and ``bench_t5.py`` (``--json``) in ``BENCH_RUNS`` (one
 dated folder of ``reports/benchmarks/``):
 
@@ -25,6 +25,9 @@ dated folder of ``reports/benchmarks/``):
 - ``training-vs-torch-avx2`` and ``slower-parts-avx2``: the same two tables for the runs
   in ``BENCH_AVX2``, both sides on their AVX2 code (``--isa avx2``), with what each
   library ran as the runs read it back.
+- ``every-set``: the ratios of every committed set of reports/benchmarks/ run with the
+  stacks in 2 parts on the host's own code, so that the page's account of the earlier
+  sets can be checked against their files.
 
 ``tests/test_readme.py`` checks that both files equal what this script writes.
 """
@@ -39,8 +42,8 @@ from minipt.measured import load_reports, report_key, result_text, time_text  # 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
-BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-28-fewer-hand-overs"
-BENCH_AVX2 = ROOT / "reports" / "benchmarks" / "2026-11-28-avx2"        # --isa avx2
+BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-28-optimiser-halves"
+BENCH_AVX2 = ROOT / "reports" / "benchmarks" / "2026-11-28-optimiser-halves-avx2"        # --isa avx2
 
 FILE_ROLES = {
     "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
@@ -186,6 +189,45 @@ def _slower_table(folder: Path) -> str:
     return "\n".join(lines)
 
 
+BENCH_DIR = ROOT / "reports" / "benchmarks"
+
+
+# Every set of runs with the stacks in 2 parts on the host's own code, oldest first (the
+# folders' names do not sort by time); the newest is BENCH_RUNS.
+SETS = ("2026-11-27-attention-calls", "2026-11-27-python-overhead", "2026-11-27-attention-heads",
+        "2026-11-27-attention-heads-2", "2026-11-27-linear-tiles", "2026-11-27-loss-attribution",
+        "2026-11-28-cross-entropy-lanes", "2026-11-28-glue-and-lanes", "2026-11-28-fewer-hand-overs",
+        "2026-11-28-optimiser-halves")
+
+
+def is_native_set(folder: Path) -> bool:
+    """Whether ``folder`` holds runs of the three benchmarks in one process (run1, run2),
+    the stacks in 2 parts, on the host's own code (not ``--isa avx2``)."""
+    import json
+    runs = [folder / f"bench_{b}.{k}.json" for b in ("gpt", "bert", "t5") for k in ("run1", "run2")]
+    if not all(p.exists() for p in runs):
+        return False
+    data = [json.loads(p.read_text()) for p in runs]
+    return all(d.get("batch_parts") == 2 and d.get("isa", {}).get("Numba", "host") == "host" for d in data)
+
+
+def every_set_block(_reports=None) -> str:
+    """Per set of ``SETS`` and benchmark: each size's ratios of the runs in one process, and
+    of ``--separate`` in brackets where the set has it."""
+    lines = ["| set | benchmark | S | M | L |", "|---|---|---|---|---|"]
+    for folder in (BENCH_DIR / name for name in SETS):
+        if not is_native_set(folder):
+            raise ValueError(f"{folder} is not a set of the three benchmarks in 2 parts on the host's code")
+        for b in ("gpt", "bert", "t5"):
+            runs = [_training_rows(folder / f"bench_{b}.{k}.json") for k in ("run1", "run2")]
+            separate = folder / f"bench_{b}.separate.json"
+            apart = _training_rows(separate) if separate.exists() else None
+            cells = [", ".join(f"{r[s]['ratio']:.2f}" for r in runs) + (f" ({apart[s]['ratio']:.2f})" if apart else "")
+                     for s in ("S", "M", "L")]
+            lines.append(f"| `{folder.name}` | `bench_{b}.py` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def slower_parts_block(_reports=None) -> str:
     return _slower_table(BENCH_RUNS)
 
@@ -196,11 +238,13 @@ def avx2_slower_parts_block(_reports=None) -> str:
 
 BLOCKS = {"models": models_block, "run-files": run_files_block, "claims": claims_block}
 BENCH_BLOCKS = {"training-vs-torch": training_block, "slower-parts": slower_parts_block,
-                "training-vs-torch-avx2": avx2_training_block, "slower-parts-avx2": avx2_slower_parts_block}
+                "training-vs-torch-avx2": avx2_training_block, "slower-parts-avx2": avx2_slower_parts_block,
+                "every-set": every_set_block}
 SOURCES = {"models": "reports/presets/", "run-files": "reports/presets/", "claims": "minipt/experiments/ledger/",
            **{name: f"{BENCH_RUNS.relative_to(ROOT).as_posix()}/" for name in ("training-vs-torch", "slower-parts")},
            **{name: f"{BENCH_AVX2.relative_to(ROOT).as_posix()}/"
-              for name in ("training-vs-torch-avx2", "slower-parts-avx2")}}
+              for name in ("training-vs-torch-avx2", "slower-parts-avx2")},
+           "every-set": f"{BENCH_DIR.relative_to(ROOT).as_posix()}/"}
 
 
 def render(readme: str, reports: dict[str, dict], blocks: dict = BLOCKS) -> str:

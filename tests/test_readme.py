@@ -98,3 +98,17 @@ def test_every_file_a_recipe_writes_is_listed():
     listed = readme[readme.index("### What a run writes"):]
     missing = sorted(name for name in declared if f"`{name}`" not in listed)
     assert not missing, f"README's 'What a run writes' leaves out {missing}"
+
+
+def test_every_set_is_listed_once_in_order_and_its_ratios_come_from_its_files(tables):
+    """The table of every set holds each folder of runs in 2 parts on the host's code (a
+    new set left out of ``SETS`` fails here), the newest being the one the first table
+    reads, and no ``--isa avx2`` set."""
+    native = {p.name for p in tables.BENCH_DIR.iterdir() if p.is_dir() and tables.is_native_set(p)}
+    assert set(tables.SETS) == native and len(tables.SETS) == len(native)
+    assert tables.SETS[-1] == tables.BENCH_RUNS.name and not tables.is_native_set(tables.BENCH_AVX2)
+    block = tables.every_set_block()
+    for name in tables.SETS:
+        rows = tables._training_rows(tables.BENCH_DIR / name / "bench_t5.run2.json")
+        assert f"| `{name}` | `bench_t5.py` | " in block
+        assert f", {rows['L']['ratio']:.2f}" in block.split(f"| `{name}` | `bench_t5.py` | ")[1].split("\n")[0]
