@@ -42,8 +42,9 @@ from minipt.measured import load_reports, report_key, result_text, time_text  # 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
-BENCH_RUNS = ROOT / "reports" / "benchmarks" / "2026-11-28-optimiser-halves"
-BENCH_AVX2 = ROOT / "reports" / "benchmarks" / "2026-11-28-optimiser-halves-avx2"        # --isa avx2
+BENCH_DIR = ROOT / "reports" / "benchmarks"
+BENCH_RUNS = BENCH_DIR / "2026-11-28-optimiser-halves"
+BENCH_AVX2 = BENCH_DIR / "2026-11-28-optimiser-halves-avx2"        # --isa avx2
 
 FILE_ROLES = {
     "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
@@ -187,9 +188,6 @@ def _slower_table(folder: Path) -> str:
                 cells.append(", ".join(flags) or "none")
             lines.append(f"| `bench_{b}.py` | {size} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-BENCH_DIR = ROOT / "reports" / "benchmarks"
 
 
 # Every set of runs with the stacks in 2 parts on the host's own code, oldest first (the
