@@ -233,8 +233,9 @@ def part_threads(now: float | None = None) -> int:
     """Threads for work cut into a few long parts that meet rarely (a Transformer stack's
     batch in parts, ``minipt.nn.batch_parts``): every CPU this process may run on, even
     when other processes keep some busy; ``refresh``'s count when it is fixed
-    (``MINIPT_THREADS``), held (``limit``) or the pools were set by hand. A part that shares its core with another process loses time slices;
-    a GEMM split in two waits for its slower half at every call. Beside one
+    (``MINIPT_THREADS``), held (``limit``) or the pools were set by hand. A part that
+    shares its core with another process loses time slices; a GEMM split in two waits
+    for its slower half at every call. Beside one
     single-threaded BLAS process (``bench_gpt.py --busy 1 --busy-only``), the parts on two
     threads with the pools at one made 75.2k / 16.8k / 5.66k tokens/s at GPT S / M / L,
     against 74.5k / 15.4k / 4.87k one after the other."""
@@ -336,6 +337,16 @@ def two_threads_for(elements: int) -> bool:
     63-71 us late and the wait after the first was another 84-94 us, while each half took
     77-89 us."""
     return elements >= TWO_THREADS_FROM and refresh() >= 2
+
+
+def each_half(work, halves: list, elements: int) -> None:
+    """``work(half)`` for each of ``halves`` (``halves``' two lists, ``elements`` in all): on
+    two threads when ``two_threads_for(elements)``, else in turn on the caller's."""
+    if two_threads_for(elements):
+        run_together([lambda half=half: work(half) for half in halves])
+    else:
+        for half in halves:
+            work(half)
 
 
 def run_together(calls: list, on_thread=None) -> list:

@@ -121,18 +121,14 @@ class Replicas:
     def add_gradients(self) -> None:
         """Add each replica's gradients into ``module``'s and zero them while they are in
         cache, for the next backward; the two halves of the arrays on two threads when two
-        cores are free and the replicas hold enough elements (``threads.two_threads_for``).
+        cores are free and the replicas hold enough elements (``threads.each_half``).
         Each sum is added in the same order either way: the same bits."""
         def add(share):
             for own, *theirs in share:
                 for g in theirs:
                     own += g
                     g.fill(0)
-        if threads.two_threads_for(self.size):
-            threads.run_together([lambda share=share: add(share) for share in self.shares])
-        else:
-            for share in self.shares:
-                add(share)
+        threads.each_half(add, self.shares, self.size)
         self.dirty = False
 
 

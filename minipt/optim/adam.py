@@ -90,7 +90,7 @@ class Adam(Optimizer):
                 update_all(addresses, sizes, like, decay, l2, step, b1, b2, root_c2, eps)
             if threads.two_threads_for(size):      # each parameter on one thread: the same bits
                 threads.run_together([lambda half=half: update(half) for half in halves])
-            else:
+            else:                                  # not ``threads.each_half``: one call for all
                 update(whole)
         for name, p, g in rest:
             wd = self.weight_decay if self._decays[name] else 0.0
