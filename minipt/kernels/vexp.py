@@ -36,13 +36,13 @@ import numpy as np
 from llvmlite import ir
 from numba.extending import overload
 
-from . import calls
+from . import calls, prefetch
 from .attention_rows import _exp
 from .gelu import _C2, _C3, _C4, _C5, _C6, _LN2_HI, _LN2_LO, _LOG2E, _ZMAX, _ZMIN
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "9a75e1cc8dee7925", "gelu.py": "abdd7eb1a7e88395"}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "9a75e1cc8dee7925", "gelu.py": "abdd7eb1a7e88395", "prefetch.py": "114e2a9f2f0cfafc"}
 
 LANES = 16
 _state: dict = {"address": None}
@@ -88,11 +88,13 @@ class Lanes:
         return p, two_n
 
 
-def lanes_function(name: str, inputs: int, floats: int, op) -> ir.Module:
+def lanes_function(name: str, inputs: int, floats: int, op, ahead: int = 0) -> ir.Module:
     """A module with void name(i64 in_1 .. in_k, i64 out, i64 n, float f_1 .. f_m):
     out[v] = op(lanes, x_1 .. x_k, f_1 .. f_m) for v < n, LANES at a time, the last ones
     under a mask (their loads read 0, their stores are not made). The x are vectors of
-    LANES floats from the float32 arrays at in_1 .. in_k, ``lanes`` a ``Lanes``."""
+    LANES floats from the float32 arrays at in_1 .. in_k, ``lanes`` a ``Lanes``. With
+    ``ahead`` > 0 each step of LANES also prefetches every array's line ``ahead`` floats
+    on (``minipt.kernels.prefetch``: for arrays that may have left the cache)."""
     f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
     module = ir.Module(name=name)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i64] * (inputs + 2) + [f32] * floats), name=name)
@@ -115,6 +117,10 @@ def lanes_function(name: str, inputs: int, floats: int, op) -> ir.Module:
     i.add_incoming(ir.Constant(i64, 0), before)
     b.cbranch(b.icmp_signed("<", i, wide), work, done)
     b.position_at_end(work)                                            # LANES at a time
+    if ahead:
+        on = b.add(i, ir.Constant(i64, ahead))
+        for p, write in [(p, 0) for p in ins] + [(out, 1)]:
+            prefetch.hint(module, b, b.gep(p, [on]), write)
     xs = [b.load(b.bitcast(b.gep(p, [i]), pv), align=4) for p in ins]
     b.store(op(lanes, *xs, *extra), b.bitcast(b.gep(out, [i]), pv), align=4)
     i.add_incoming(b.add(i, ir.Constant(i64, LANES)), b.block)

@@ -19,6 +19,11 @@ No lane sees another, so the width changes no result. The first call checks both
 the loops on [-12, 12] in steps of 2^-12 and special values, in arrays of 61 (16 lanes
 and a tail) (``_agrees``); tests/kernels/test_vgelu.py checks every float32 (slow).
 
+Each step of 16 lanes also asks for the lines 4 KiB on in every array (``prefetch.py``):
+the backward reads the input its forward saved long before. In BERT M steps the caller's
+thread spent 1.87 ms a step in the forward and 2.41 in the backward, against 2.54 and 2.94
+without the hints.
+
 Only with AVX-512 and ``MINIPT_TILES`` not 0 (``calls.ir_on``); ``addresses()`` is (0, 0)
 otherwise, or when the first check finds a bit apart, and gelu_erf's loops run.
 """
@@ -28,11 +33,12 @@ import numba
 import numpy as np
 
 from . import calls, gelu_erf, threads
+from .prefetch import AHEAD_BYTES
 from .vexp import lanes_function
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"calls.py": "9a75e1cc8dee7925", "gelu_erf.py": "3780934415a6df3e", "vexp.py": "1e6d0642718b8e4f"}
+INLINED_SOURCES = {"calls.py": "9a75e1cc8dee7925", "gelu_erf.py": "3780934415a6df3e", "prefetch.py": "114e2a9f2f0cfafc", "vexp.py": "e1edc11a9e98bcaf"}
 
 _state: dict = {"address": None}
 
@@ -62,8 +68,9 @@ def _backward_op(lanes, dy, x):
 
 
 def _compile() -> tuple[int, int]:
-    engine = calls.machine_code([lanes_function("gelu_erf_forward", 1, 0, _forward_op),
-                                 lanes_function("gelu_erf_backward", 2, 0, _backward_op)])
+    ahead = AHEAD_BYTES // 4                                           # float32
+    engine = calls.machine_code([lanes_function("gelu_erf_forward", 1, 0, _forward_op, ahead),
+                                 lanes_function("gelu_erf_backward", 2, 0, _backward_op, ahead)])
     return engine.get_function_address("gelu_erf_forward"), engine.get_function_address("gelu_erf_backward")
 
 
