@@ -20,9 +20,9 @@ the loops on [-12, 12] in steps of 2^-12 and special values, in arrays of 61 (16
 and a tail) (``_agrees``); tests/kernels/test_vgelu.py checks every float32 (slow).
 
 Each step of 16 lanes also asks for the lines 4 KiB on in every array (``prefetch.py``):
-the backward reads the input its forward saved long before. In BERT M steps the caller's
-thread spent 1.87 ms a step in the forward and 2.41 in the backward, against 2.54 and 2.94
-without the hints.
+the backward reads the input its forward saved long before. In BERT M steps (two parts,
+benchmarks/kernels_in_step.py) the caller's thread spent 2.19 ms a step in the forward and
+2.64 in the backward, against 2.66 and 3.86 without the hints.
 
 Only with AVX-512 and ``MINIPT_TILES`` not 0 (``calls.ir_on``); ``addresses()`` is (0, 0)
 otherwise, or when the first check finds a bit apart, and gelu_erf's loops run.
@@ -38,7 +38,7 @@ from .vexp import lanes_function
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {"calls.py": "9a75e1cc8dee7925", "gelu_erf.py": "3780934415a6df3e", "prefetch.py": "114e2a9f2f0cfafc", "vexp.py": "e1edc11a9e98bcaf"}
+INLINED_SOURCES = {"calls.py": "9a75e1cc8dee7925", "gelu_erf.py": "3780934415a6df3e", "prefetch.py": "90f74125a24a6dd9", "vexp.py": "55530f57f1b7dc64"}
 
 _state: dict = {"address": None}
 
