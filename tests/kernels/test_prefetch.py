@@ -95,6 +95,12 @@ out = np.empty_like(rows)
 _copy_rows(rows, out, True)                               # its last rows ask for lines in the second page
 y, mean, rstd = layernorm.layer_norm_forward(rows, np.ones(16, np.float32), np.zeros(16, np.float32), 1e-5)
 layernorm.layer_norm_backward(rows, rows, mean, rstd, np.ones(16, np.float32))
+from minipt.kernels import calls, vgelu
+if calls.ir_on():                                         # GELU's lanes: a hint every 16 floats, 4 KiB on
+    forward, backward = vgelu.addresses()
+    flat, out_flat = rows.reshape(-1), np.empty(rows.size, np.float32)
+    vgelu.forward_lanes(forward, flat, out_flat)
+    vgelu.backward_lanes(backward, flat, flat, out_flat)
 print("ok", float(out[-1, -1]))
 """
 
