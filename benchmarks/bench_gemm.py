@@ -102,22 +102,13 @@ def traced_products(step) -> list[tuple]:
     return found
 
 
-def model_step(model: str, size: str):
-    """A warmed-up minipt training step of ``bench_<model>.py`` at ``size``."""
-    bench = __import__(f"bench_{model}")
-    step = bench.minipt_step(*bench.SIZES[size])
-    step = step[0] if isinstance(step, tuple) else step                  # bench_gpt also returns the model
-    step()                                                               # Numba compilation or cache load
-    return step
-
-
 def collect(models, sizes) -> dict:
     """{(name, A layout, B layout): {"rows": the (B, T) of a row block or None,
     "where": {model-size: calls per step}}}."""
     shapes: dict = {}
     for model in models:
         for size in sizes:
-            for name, a, b, rows in traced_products(model_step(model, size)):
+            for name, a, b, rows in traced_products(harness.model_step(model, size)):
                 entry = shapes.setdefault((name, a, b), {"rows": None, "where": defaultdict(int)})
                 entry["where"][f"{model}-{size}"] += 1
                 if rows is not None and len(rows) > 1:

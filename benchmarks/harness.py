@@ -252,6 +252,16 @@ def minipt_threads():
         yield
 
 
+def model_step(model: str, size: str):
+    """A warmed-up minipt training step of ``bench_<model>.py`` (gpt, bert, t5) at ``size``
+    (S, M, L): the closure, run once (Numba compilation or cache load)."""
+    bench = __import__(f"bench_{model}")
+    step = bench.minipt_step(*bench.SIZES[size])
+    step = step[0] if isinstance(step, tuple) else step                  # bench_gpt also returns the model
+    step()
+    return step
+
+
 def try_torch(threads: int = 2):
     """torch if it imports (set to ``threads`` threads, or --threads), else None: it is optional."""
     try:

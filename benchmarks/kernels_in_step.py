@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import statistics
 import sys
 import threading
@@ -37,7 +36,6 @@ def main() -> None:
     harness.add_batch_parts_option(ap)
     args = ap.parse_args()
     harness.set_batch_parts(args.batch_parts)
-    bench = importlib.import_module(f"bench_{args.model}")
 
     seconds: dict[str, list] = {}
     kept: dict[str, list] = {}
@@ -61,9 +59,8 @@ def main() -> None:
         return call
 
     kernels.get = timed_get
-    step = bench.minipt_step(*bench.SIZES[args.size])
-    step = step[0] if isinstance(step, tuple) else step
-    for _ in range(5):
+    step = harness.model_step(args.model, args.size)
+    for _ in range(4):
         step()
     seconds.clear()
     for i in range(args.steps):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 import parts  # noqa: E402
 
 
@@ -27,10 +28,8 @@ def main() -> None:
     if args.steps < 1:
         ap.error(f"--steps must be >= 1, got {args.steps}")
     bench = __import__(f"bench_{args.model}")
-    step = bench.minipt_step(*bench.SIZES[args.size])
-    step = step[0] if isinstance(step, tuple) else step          # bench_gpt also returns the model
-    for _ in range(2):                                           # JIT compilation and first-touch allocation
-        step()
+    step = harness.model_step(args.model, args.size)
+    step()                                                       # first-touch allocation
     totals = parts.minipt_parts(step, args.steps)
     total = sum(totals.values())
     print(f"{args.model} size {args.size} {bench.SIZES[args.size]}: {total * 1e3:.1f} ms per step, "
