@@ -49,7 +49,7 @@ from collections import defaultdict
 PARTS = ("matmuls", "attention", "norms", "activations", "loss", "optimiser", "embedding", "glue")
 
 MINIPT_RULES = (  # (part, substrings of "path:function"), first match wins
-    ("matmuls", ("minipt/ops/linear.py", "minipt/kernels/tiles.py:linear", "minipt/kernels/tiles.py:takes_linear",
+    ("matmuls", ("minipt/ops/linear.py", "minipt/kernels/linear.py", "minipt/kernels/tiles.py:linear", "minipt/kernels/tiles.py:takes_linear",
                  "minipt/kernels/tiles.py:pack", "minipt/kernels/tiles.py:<lambda>")),   # a linear on the tiles
     ("attention", ("minipt/ops/attention.py", "minipt/ops/relative_attention.py", "minipt/kernels/attention.py",
                    "minipt/kernels/attention_rows.py",

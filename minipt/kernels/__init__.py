@@ -60,6 +60,8 @@ if ENABLED and "NUMBA_THREADING_LAYER" not in os.environ:
 # op-facing name -> "module:function" inside this package
 KERNELS: dict[str, str] = {
     "embedding_backward": "embedding:embedding_backward",
+    "linear_forward": "linear:linear_forward",
+    "linear_backward": "linear:linear_backward",
     "layer_norm_forward": "layernorm:layer_norm_forward",
     "layer_norm_backward": "layernorm:layer_norm_backward",
     "rms_norm_forward": "layernorm:rms_norm_forward",

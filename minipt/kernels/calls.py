@@ -49,6 +49,7 @@ ROW_MAJOR = 101                            # CBLAS_ORDER
 # float32 only, training's dtype: float64 serves gradient checks, where speed does not
 # matter, so it keeps np.matmul and compiles no second set of part kernels.
 SYMBOLS = {np.dtype(np.float32): "scipy_cblas_sgemm64_"}
+GEMV_SYMBOLS = {np.dtype(np.float32): "scipy_cblas_sgemv64_"}
 _found: dict = {}
 _ENGINES: list = []                        # compiled IR (``machine_code``), never freed
 _BUILDING = threading.RLock()              # one IR build at a time (``built_once``)
@@ -56,15 +57,26 @@ _BUILDING = threading.RLock()              # one IR build at a time (``built_onc
 
 def gemm_address(dtype) -> int:
     """The address of NumPy's BLAS GEMM for ``dtype`` (float32), or 0 if absent."""
+    return _address(SYMBOLS, dtype)
+
+
+def gemv_address(dtype) -> int:
+    """The address of NumPy's BLAS GEMV (``cblas_sgemv``) for ``dtype``, or 0 if absent."""
+    return _address(GEMV_SYMBOLS, dtype)
+
+
+def _address(symbols: dict, dtype) -> int:
+    """The address of ``symbols[dtype]`` in NumPy's OpenBLAS, found once; 0 if absent."""
     dtype = np.dtype(dtype)
-    if dtype not in _found:
-        _found[dtype] = 0
-        for lib in threads._blas() if dtype in SYMBOLS else ():
-            fn = getattr(ctypes.CDLL(lib.filepath), SYMBOLS[dtype], None) if lib.internal_api == "openblas" else None
+    name = symbols.get(dtype)
+    if (name, dtype) not in _found:
+        _found[name, dtype] = 0
+        for lib in threads._blas() if name else ():
+            fn = getattr(ctypes.CDLL(lib.filepath), name, None) if lib.internal_api == "openblas" else None
             if fn is not None:
-                _found[dtype] = ctypes.cast(fn, ctypes.c_void_p).value
+                _found[name, dtype] = ctypes.cast(fn, ctypes.c_void_p).value
                 break
-    return _found[dtype]
+    return _found[name, dtype]
 
 
 @intrinsic
@@ -78,16 +90,24 @@ def gemm(typingctx, address, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, b
         i32, i64, real = ir.IntType(32), ir.IntType(64), context.get_value_type(alpha)
         ptr = real.as_pointer()
         want = [i32, i32, i32, i64, i64, i64, real, ptr, i64, ptr, i64, real, ptr, i64]
-        values = [ir.Constant(i32, ROW_MAJOR)]
-        for value, ty, to in zip(args[1:], signature.args[1:], want[1:]):
-            if to is real:
-                values.append(value)
-                continue
-            wide = _int64(context, builder, value, ty)
-            values.append(builder.inttoptr(wide, ptr) if to is ptr else builder.trunc(wide, i32) if to is i32 else wide)
-        fnty = ir.FunctionType(ir.VoidType(), want)
-        builder.call(builder.inttoptr(_int64(context, builder, args[0], signature.args[0]), fnty.as_pointer()), values)
-        return context.get_dummy_value()
+        return _call_blas(context, builder, signature, args, want)
+    return sig, codegen
+
+
+@intrinsic
+def gemv(typingctx, address, trans, m, n, alpha, a, lda, x, incx, beta, y, incy):
+    """Numba-only: the CBLAS GEMV at ``address`` (``gemv_address``), row major: y = alpha
+    op(A) x + beta y for A (m, n) with leading dimension lda, op(A) = A or A^T (``trans``);
+    a, x, y addresses, alpha and beta float32."""
+    if alpha != types.float32 or beta != alpha:
+        return None
+    sig = types.void(address, trans, m, n, alpha, a, lda, x, incx, beta, y, incy)
+
+    def codegen(context, builder, signature, args):
+        i32, i64, real = ir.IntType(32), ir.IntType(64), context.get_value_type(alpha)
+        ptr = real.as_pointer()
+        want = [i32, i32, i64, i64, real, ptr, i64, ptr, i64, real, ptr, i64]
+        return _call_blas(context, builder, signature, args, want)
     return sig, codegen
 
 
@@ -203,6 +223,23 @@ def machine_code(modules: list):
     engine.finalize_object()
     _ENGINES.append(engine)
     return engine
+
+
+def _call_blas(context, builder, signature, args, want):
+    """Call the CBLAS routine at args[0] with row major order and args[1:] converted to
+    ``want``'s types (enums to int32, integers to int64, addresses to pointers)."""
+    i32 = ir.IntType(32)
+    values = [ir.Constant(i32, ROW_MAJOR)]
+    for value, ty, to in zip(args[1:], signature.args[1:], want[1:]):
+        if isinstance(to, ir.FloatType):
+            values.append(value)
+            continue
+        wide = _int64(context, builder, value, ty)
+        values.append(builder.inttoptr(wide, to) if isinstance(to, ir.PointerType)
+                      else builder.trunc(wide, i32) if to == i32 else wide)
+    fnty = ir.FunctionType(ir.VoidType(), want)
+    builder.call(builder.inttoptr(_int64(context, builder, args[0], signature.args[0]), fnty.as_pointer()), values)
+    return context.get_dummy_value()
 
 
 def _int64(context, builder, value, ty):

@@ -370,5 +370,8 @@ def elementwise(kernel, *arrays, min_part: int):
     (``in_parts``) of at least ``min_part`` elements."""
     import numpy as np
     out = np.empty_like(arrays[-1])
-    in_parts(lambda sl: kernel(*[a[sl] for a in arrays], out[sl]), out.shape[0], min_part)
+    if part_count(out.shape[0], min_part) == 1:                  # no closure, no slices
+        kernel(*arrays, out)
+    else:
+        in_parts(lambda sl: kernel(*[a[sl] for a in arrays], out[sl]), out.shape[0], min_part)
     return out

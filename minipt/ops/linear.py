@@ -2,15 +2,20 @@
 
 Weights are stored (out, in) as in PyTorch's ``nn.Linear`` and Hugging Face LLaMA,
 so an output layer can reuse an embedding matrix (V, C) unchanged. The products are
-NumPy's ``@``; on an AVX-512 CPU a large float32 forward with a bias goes to the register
-tiles of ``minipt.kernels.tiles`` instead, which add b as they store y: the same bits.
+NumPy's ``@``. On an AVX-512 CPU, a large float32 forward with a bias goes instead to the
+register tiles of ``minipt.kernels.tiles``, which add b as they store y: the same bits.
+Other float32 forwards and backwards go to ``minipt.kernels.linear``: the same calls to
+the same BLAS as ``@`` makes, each pass in one call that lets go of Python's lock once.
+The NumPy lines here are its twin.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from ..core.checks import check_last_dim, check_ndim, check_same_dtype, check_shape
-from ..kernels import tiles
+from ..kernels import calls, tiles
+from ..kernels.linear import blas_ready
 
 
 def linear_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray | None):
@@ -22,8 +27,11 @@ def linear_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray | None):
         check_shape("bias", b, (w.shape[0],))
     x2 = x.reshape(-1, x.shape[-1])               # (N, C_in): one GEMM, not one per batch row
     tab = tiles.table()
+    fused = kernels.get("linear_forward")
     if tiles.takes_linear(tab, x2, w, b):         # float32 on AVX-512: the same bits, b added in the tile
         y = tiles.linear(tab, x2, w, b)           # (N, C_out)
+    elif fused and blas_ready(x2, w):             # the same GEMM as below, and the bias, in one call
+        y = fused(calls.gemm_address(np.float32), x2, w, b)
     else:
         y = x2 @ w.T                              # (N, C_out)
         if b is not None:
@@ -35,6 +43,10 @@ def linear_backward(dy: np.ndarray, cache):
     """dy (..., C_out) -> dx (..., C_in), dw (C_out, C_in), db (C_out,) or None."""
     x2, w, has_bias, shape = cache
     dy2 = dy.reshape(-1, w.shape[0])              # (N, C_out)
+    fused = kernels.get("linear_backward")
+    if fused and blas_ready(x2, w, dy2):          # the same three products as below, in one call
+        dx, dw, db = fused(calls.gemm_address(np.float32), calls.gemv_address(np.float32), dy2, w, x2, has_bias)
+        return dx.reshape(shape), dw, db if has_bias else None
     dx = (dy2 @ w).reshape(shape)                 # (..., C_in)
     dw = dy2.T @ x2                               # (C_out, C_in)
     # db as a GEMV, ones (N,) @ dy: 2-3x NumPy's sum over axis 0 at N 2048 (GPT L's B*T)
