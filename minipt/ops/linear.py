@@ -14,8 +14,7 @@ import numpy as np
 
 from .. import kernels
 from ..core.checks import check_last_dim, check_ndim, check_same_dtype, check_shape
-from ..kernels import calls, tiles
-from ..kernels.linear import blas_ready
+from ..kernels import tiles
 
 
 def linear_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray | None):
@@ -27,15 +26,15 @@ def linear_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray | None):
         check_shape("bias", b, (w.shape[0],))
     x2 = x.reshape(-1, x.shape[-1])               # (N, C_in): one GEMM, not one per batch row
     tab = tiles.table()
-    fused = kernels.get("linear_forward")
     if tiles.takes_linear(tab, x2, w, b):         # float32 on AVX-512: the same bits, b added in the tile
         y = tiles.linear(tab, x2, w, b)           # (N, C_out)
-    elif fused and blas_ready(x2, w):             # the same GEMM as below, and the bias, in one call
-        y = fused(calls.gemm_address(np.float32), x2, w, b)
-    else:
-        y = x2 @ w.T                              # (N, C_out)
-        if b is not None:
-            y += b
+    else:                                         # float32: the same GEMM as below, and the bias, in one call
+        fused = kernels.get("linear_forward")
+        y = fused(x2, w, b) if fused else None
+        if y is None:
+            y = x2 @ w.T                          # (N, C_out)
+            if b is not None:
+                y += b
     return y.reshape(*x.shape[:-1], w.shape[0]), (x2, w, b is not None, x.shape)
 
 
@@ -44,9 +43,9 @@ def linear_backward(dy: np.ndarray, cache):
     x2, w, has_bias, shape = cache
     dy2 = dy.reshape(-1, w.shape[0])              # (N, C_out)
     fused = kernels.get("linear_backward")
-    if fused and blas_ready(x2, w, dy2):          # the same three products as below, in one call
-        dx, dw, db = fused(calls.gemm_address(np.float32), calls.gemv_address(np.float32), dy2, w, x2, has_bias)
-        return dx.reshape(shape), dw, db if has_bias else None
+    grads = fused(dy2, w, x2, has_bias) if fused else None   # float32: the three products below in one call
+    if grads is not None:
+        return grads[0].reshape(shape), grads[1], grads[2]
     dx = (dy2 @ w).reshape(shape)                 # (..., C_in)
     dw = dy2.T @ x2                               # (C_out, C_in)
     # db as a GEMV, ones (N,) @ dy: 2-3x NumPy's sum over axis 0 at N 2048 (GPT L's B*T)
