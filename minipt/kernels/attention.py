@@ -48,7 +48,7 @@ from .attention_rows import (
 # Numba's disk cache checks only this file's date, and the part kernels are compiled with
 # code of these files (the tiles inlined, the calls' intrinsics): their hashes, so that a
 # change there changes this file too (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {'attention_rows.py': 'c8c5e41590ab0410', 'calls.py': '12a75c8f978b3437', 'tiles.py': 'b82a860133eb29e7'}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "7c924b4ecd3fa4b0", "tiles.py": "d3007b221c7530ce"}
 
 
 @numba.njit(cache=True, inline="always")

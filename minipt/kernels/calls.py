@@ -1,6 +1,6 @@
-"""Calls from inside a Numba kernel through an address: NumPy's own float32 GEMM
-(``cblas_sgemm`` of the OpenBLAS inside NumPy's wheel), and another kernel exactly as it
-was compiled on its own. Both run without Python's lock.
+"""Calls from inside a Numba kernel through an address: NumPy's own float32 GEMM and GEMV
+(``cblas_sgemm``, ``cblas_sgemv`` of the OpenBLAS inside NumPy's wheel), and another
+kernel exactly as it was compiled on its own. Both run without Python's lock.
 
 Why: a kernel that alternates small products with its own loops (attention: per batch row,
 S = Q K^T per head, the softmax, O = P V) makes one Python call per product when the
@@ -15,7 +15,9 @@ a NumPy built on another BLAS, or an OpenBLAS with 32-bit integers): the caller 
 keeps to ``np.matmul``. ``gemm(address, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
 beta, c, ldc)`` calls it, row major, with a, b, c the addresses of the first elements
 (``array.ctypes.data`` plus an offset) and alpha, beta float32: C (m, n) = alpha op(A)
-op(B) + beta C, op(A) (m, k), op(B) (k, n).
+op(B) + beta C, op(A) (m, k), op(B) (k, n). ``gemv_address`` and ``gemv(address, trans,
+m, n, alpha, a, lda, x, incx, beta, y, incy)`` do the same for the GEMV: y = alpha op(A)
+x + beta y, A (m, n) (``minipt.kernels.linear``: a bias's gradient).
 
 ``pointer_like(address, like)`` makes an address into a pointer to ``like``'s dtype, for
 ``numba.carray``: a kernel given the addresses of many arrays (AdamW's parameters) walks

@@ -34,7 +34,7 @@ from .prefetch import read_ahead
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {'attention_rows.py': 'c8c5e41590ab0410', 'prefetch.py': '90f74125a24a6dd9', 'vexp.py': '4a4e5a40c60e7f3e'}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "prefetch.py": "90f74125a24a6dd9", "vexp.py": "aa7633403da82a40"}
 
 PART_MIN = 1 << 18          # logits per part on a thread, at least (see ``cross_entropy_rows``)
 

@@ -17,9 +17,10 @@ Why: at size S, two parts of a stack's batch run side by side on two threads and
 Python's lock in turn (benchmarks/bench_lock.py: a hand-over took 34 us here). Through
 ``@`` a linear's backward let go of the lock and took it back three times, its forward
 twice (the bias add is a NumPy call too); a product of a few microseconds then waited
-for the other thread's Python. In one call each, with the same bits, GPT S and BERT S
-steps took 0.94x the time (medians of 7 pairs of processes, 20 steps each, the two
-codes alternating; 0.86-1.09x), GPT M, BERT M and T5 S steps the same (0.96-1.06x).
+for the other thread's Python. In one call each, with the same bits, GPT S steps took
+0.916x the time and BERT S steps 0.930x (medians of 6 pairs of processes, 20 steps each,
+the two codes alternating in turn; 0.88-0.95x); GPT M, BERT M and T5 S steps 0.96-1.06x,
+GPT L and BERT L 0.97-1.03x (benchmarks/README.md).
 """
 import numba
 import numpy as np
@@ -28,7 +29,7 @@ from . import calls
 
 # Numba's disk cache checks only this file's date; this file's code is compiled into its
 # kernels, so its hash is kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {'calls.py': '12a75c8f978b3437'}
+INLINED_SOURCES = {"calls.py": "7c924b4ecd3fa4b0"}
 
 
 _BLAS: list = []                                          # [(GEMM, GEMV)] once looked up

@@ -42,7 +42,7 @@ from .gelu import _C2, _C3, _C4, _C5, _C6, _LN2_HI, _LN2_LO, _LOG2E, _ZMAX, _ZMI
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {'attention_rows.py': 'c8c5e41590ab0410', 'calls.py': '12a75c8f978b3437', 'gelu.py': 'abdd7eb1a7e88395', 'prefetch.py': '90f74125a24a6dd9'}
+INLINED_SOURCES = {"attention_rows.py": "c8c5e41590ab0410", "calls.py": "7c924b4ecd3fa4b0", "gelu.py": "abdd7eb1a7e88395", "prefetch.py": "90f74125a24a6dd9"}
 
 LANES = 16
 _state: dict = {"address": None}

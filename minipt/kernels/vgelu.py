@@ -38,7 +38,7 @@ from .vexp import lanes_function
 
 # Numba's disk cache checks only this file's date; these files' code is compiled into
 # its kernels, so their hashes are kept here (tests/kernels/test_kernel_cache.py).
-INLINED_SOURCES = {'calls.py': '12a75c8f978b3437', 'gelu_erf.py': '3780934415a6df3e', 'prefetch.py': '90f74125a24a6dd9', 'vexp.py': '4a4e5a40c60e7f3e'}
+INLINED_SOURCES = {"calls.py": "7c924b4ecd3fa4b0", "gelu_erf.py": "3780934415a6df3e", "prefetch.py": "90f74125a24a6dd9", "vexp.py": "aa7633403da82a40"}
 
 _state: dict = {"address": None}
 
