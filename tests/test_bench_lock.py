@@ -16,10 +16,8 @@ pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
 
 
 @pytest.fixture
-def bench_lock(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import bench_lock
-    return bench_lock
+def bench_lock(bench_script):
+    return bench_script("bench_lock")
 
 
 def test_one_kernel_lets_go_of_the_lock_and_the_other_keeps_it(bench_lock):

@@ -1,18 +1,12 @@
 """benchmarks/parts.py: minipt's profile split into parts by the file (and function) that
 spent the time, found by profiling real ops, not by naming keys by hand."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-
 
 @pytest.fixture
-def parts(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import parts
-    return parts
+def parts(bench_script):
+    return bench_script("parts")
 
 
 def test_a_linear_forward_is_matmuls_on_the_tiles_or_not(parts):

@@ -17,10 +17,8 @@ pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="MINIPT_NUMBA=0")
 
 
 @pytest.fixture
-def bench_prefetch(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import bench_prefetch
-    return bench_prefetch
+def bench_prefetch(bench_script):
+    return bench_script("bench_prefetch")
 
 
 def _hints(dispatcher) -> int:

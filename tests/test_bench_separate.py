@@ -1,18 +1,14 @@
 """benchmarks/separate.py: each side of a training benchmark timed in its own process."""
 import os
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 TINY = (32, 1, 2, 16, 8, 2)            # bench_gpt's V, L, H, d, T, B
 
 
 @pytest.fixture
-def separate(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import separate
-    return separate
+def separate(bench_script):
+    return bench_script("separate")
 
 
 def test_rounds_time_each_side_in_its_own_process(separate, capsys):
