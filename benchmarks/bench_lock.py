@@ -124,7 +124,6 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     kernel_us = [float(k) for k in args.kernels_us.split(",")]
     spin_rate, line_rate = per_us(spin_free), per_us(python_lines, 20_000)
-    per_us(spin_held, 10)
     lines = max(1, round(args.python_us * line_rate))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.rounds} rounds of "
           f"{args.reps} kernels per thread, each followed by {args.python_us:g} us of Python")
