@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 from minipt.models.decoder.gpt import GPT, GPTConfig  # noqa: E402
-from minipt.nn.batch_parts import batch_parts  # noqa: E402
+from minipt.nn.batch_parts import batch_parts, part_workers  # noqa: E402
 from minipt.optim import AdamW  # noqa: E402
 
 SIZES = {  # V, L, H, d, T, B
@@ -166,10 +166,10 @@ def run(sizes=("S", "M", "L"), rounds=15, calls=3, busy=0, busy_threads=1, quiet
           f"(fwd + bwd + AdamW); warm-up until tok/s stops rising, then {rounds} alternating rounds of "
           f"{calls} steps per side{', each side in its own process' if separate else ''}{harness.sides_note()}; "
           f"ratio > 1: minipt faster; MFU: 6N + 12 L T d FLOPs/token vs the sgemm peak measured "
-          f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt only; {harness.load_note()}\n"
+          f"now (projection shapes, 2 threads); peak MB: tracemalloc, minipt's own process only (not its part workers); {harness.load_note()}\n"
           f"{harness.isa_note()}", flush=True)
     out = {"quiet": None, "busy": None, "busy_procs": busy, "busy_threads": busy_threads,
-           "batch_parts": batch_parts(), "isa": harness.isa_info()}
+           "batch_parts": batch_parts(), "part_workers": part_workers(), "isa": harness.isa_info()}
     if quiet or not busy:
         out["quiet"] = measure(sizes, rounds, calls, torch, profile_steps=profile_steps, separate=separate)
         print_rows(out["quiet"], "no background load added (whatever else runs on the machine still does)")
@@ -209,7 +209,7 @@ def main() -> None:
     args = ap.parse_args()
     harness.apply_isa(args.isa)
     harness.set_bench_threads(args.threads)
-    harness.set_batch_parts(args.batch_parts)
+    harness.set_batch_parts(args.batch_parts, args.part_workers)
     sizes = args.sizes.split(",")
     for s in sizes:
         if s not in SIZES:

@@ -274,10 +274,11 @@ def try_torch(threads: int = 2):
 
 def sides_note() -> str:
     """How both sides run: ", N thread(s) per side" under --threads, then minipt's batch parts."""
-    from minipt.nn.batch_parts import batch_parts
+    from minipt.nn.batch_parts import batch_parts, part_workers
     n, parts = bench_threads(), batch_parts()
     return (f", {n} thread{'s' if n > 1 else ''} per side" if n else "") + \
-        (f", minipt's stacks in {parts} batch parts" if parts > 1 else ", minipt's stacks whole")
+        (f", minipt's stacks in {parts} batch parts on {part_workers().replace('processes', 'worker processes')}"
+         if parts > 1 else ", minipt's stacks whole")
 
 
 # --isa avx2: both sides run the code they would run on a CPU without AVX-512, on this
@@ -328,24 +329,30 @@ def isa_note() -> str:
     return "code run: " + ", ".join(f"{k} {v}" for k, v in isa_info().items())
 
 
-# --batch-parts N: minipt's Transformer stacks cut the batch into N parts side by side on
-# threads (minipt/nn/batch_parts.py), through MINIPT_BATCH_PARTS so that separate.py's
-# processes see it too.
+# --batch-parts N: minipt's Transformer stacks cut the batch into N parts side by side
+# (minipt/nn/batch_parts.py), parts 1 .. on worker processes or threads (--part-workers),
+# through MINIPT_BATCH_PARTS and MINIPT_PART_WORKERS so that separate.py's processes see
+# them too.
 BATCH_PARTS_DEFAULT = 2
 
 
 def add_batch_parts_option(ap) -> None:
+    from minipt.nn.batch_parts import WORKERS
     ap.add_argument("--batch-parts", type=int, default=BATCH_PARTS_DEFAULT,
-                    help="minipt's stacks cut the batch into this many parts on threads (1: whole; "
+                    help="minipt's stacks cut the batch into this many parts side by side (1: whole; "
                     f"default {BATCH_PARTS_DEFAULT})")
+    ap.add_argument("--part-workers", choices=WORKERS, default=WORKERS[0],
+                    help=f"what runs parts 1 .. (default {WORKERS[0]})")
 
 
-def set_batch_parts(n: int) -> None:
-    """Set --batch-parts for this process and the ones it starts."""
-    from minipt.nn.batch_parts import PARTS_ENV
+def set_batch_parts(n: int, workers: str | None = None) -> None:
+    """Set --batch-parts (and --part-workers) for this process and the ones it starts."""
+    from minipt.nn.batch_parts import PARTS_ENV, WORKERS_ENV
     if n < 1:
         raise ValueError(f"--batch-parts must be >= 1, got {n}")
     os.environ[PARTS_ENV] = str(n)
+    if workers is not None:
+        os.environ[WORKERS_ENV] = workers
 
 
 def load_note() -> str:
@@ -471,9 +478,9 @@ def training_table(what: str, sizes: dict, names, minipt_step, torch_step, token
     for r in rows:
         ratio = f"{r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f})" if "ratio" in r else "-"
         print(f"{r['size']:<5} {r['minipt_tok_s']:12,.0f} {fmt_rate(r.get('torch_tok_s'), 12)} {ratio:>19}")
-    from minipt.nn.batch_parts import batch_parts
+    from minipt.nn.batch_parts import batch_parts, part_workers
     return {"rows": rows, "torch": torch.__version__ if torch else None, "batch_parts": batch_parts(),
-            "isa": isa_info()}
+            "part_workers": part_workers(), "isa": isa_info()}
 
 
 def training_main(doc: str, sizes: dict, run) -> None:
@@ -497,7 +504,7 @@ def training_main(doc: str, sizes: dict, run) -> None:
     args = ap.parse_args()
     apply_isa(args.isa)
     set_bench_threads(args.threads)
-    set_batch_parts(args.batch_parts)
+    set_batch_parts(args.batch_parts, args.part_workers)
     names = args.sizes.split(",")
     for s in names:
         if s not in sizes:

@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     harness.add_batch_parts_option(ap)
     args = ap.parse_args()
-    harness.set_batch_parts(args.batch_parts)
+    harness.set_batch_parts(args.batch_parts, args.part_workers)
 
     seconds: dict[str, list] = {}
     kept: dict[str, list] = {}

@@ -111,7 +111,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=HERE / "results.json")
     harness.add_batch_parts_option(ap)
     args = ap.parse_args()
-    harness.set_batch_parts(args.batch_parts)
+    harness.set_batch_parts(args.batch_parts, args.part_workers)
     names = args.only.split(",")
     for n in names:
         if n not in BENCHES:

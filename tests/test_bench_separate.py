@@ -63,14 +63,20 @@ def test_threads_option_reaches_both_sides(separate, child_envs, monkeypatch):
 def test_batch_parts_option_reaches_the_minipt_process(separate, monkeypatch):
     import harness
     monkeypatch.setenv("MINIPT_BATCH_PARTS", "1")                # restored after the test
+    monkeypatch.setenv("MINIPT_PART_WORKERS", "processes")
     seen = {}
 
     class Popen:
         def __init__(self, args, env, **kw):
-            seen[args[3]] = env.get("MINIPT_BATCH_PARTS")
+            seen[args[3]] = env.get("MINIPT_BATCH_PARTS"), env.get("MINIPT_PART_WORKERS")
     monkeypatch.setattr(separate.subprocess, "Popen", Popen)
     harness.set_batch_parts(2)
     separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=False)
-    assert seen == {"minipt": "2"} and harness.sides_note() == ", minipt's stacks in 2 batch parts"
+    assert seen == {"minipt": ("2", "processes")}
+    assert harness.sides_note() == ", minipt's stacks in 2 batch parts on worker processes"
+    harness.set_batch_parts(2, "threads")
+    separate._Child("bench_gpt", "minipt", TINY, 1.0, policy=False)
+    assert seen == {"minipt": ("2", "threads")}
+    assert harness.sides_note() == ", minipt's stacks in 2 batch parts on threads"
     with pytest.raises(ValueError, match="--batch-parts must be >= 1"):
         harness.set_batch_parts(0)

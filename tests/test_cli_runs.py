@@ -192,7 +192,7 @@ def test_batch_parts_reach_the_run_and_its_resume_command(tiny, monkeypatch, tmp
     """--batch-parts N cuts the stacks' batch (minipt.nn.batch_parts); a run remembers it, its
     resume command asks for it, and a resume without it is refused before any file changes."""
     from minipt.nn.batch_parts import set_batch_parts
-    monkeypatch.setattr("minipt.nn.batch_parts._setting", {"parts": None})   # the CLI sets it for the process
+    monkeypatch.setattr("minipt.nn.batch_parts._setting", {"parts": None, "workers": None})   # the CLI sets it
     full = run(tmp_path, "--steps", "10", "--batch-parts", "2", name="full")
     assert load_checkpoint(full / "checkpoint.npz").extra["batch_parts"] == 2
     real = interrupt_at(monkeypatch, 3)

@@ -1,13 +1,14 @@
-"""A Transformer stack's batch cut into parts that run side by side on threads: data
-parallelism inside one process (synchronous data parallelism, as in Dean et al. 2012,
-"Large Scale Distributed Deep Networks", with threads for workers and one copy of the
-weights that all of them read).
+"""A Transformer stack's batch cut into parts that run side by side: synchronous data
+parallelism (Dean et al. 2012, "Large Scale Distributed Deep Networks") on one machine,
+part 0 on the caller's thread and the others on worker processes
+(``minipt.nn.part_processes``, the default) or on threads of this process, all reading one
+copy of the weights.
 
 Inside a stack no row of the batch sees another (attention mixes the positions of one
 row), so the forward and backward of rows 0 .. B/2 and B/2 .. B can run apart. Part k
-runs on its own replica of the stack: the same parameter arrays, its own gradient arrays
-and forward caches. Each part has a thread of its own, with NumPy's BLAS and Numba held
-at one thread. The backward then adds every replica's gradients into the stack's. The
+runs on its own replica of the stack: the same parameter values, its own gradient arrays
+and forward caches. Each part has a thread or process of its own, with NumPy's BLAS and
+Numba held at one thread. The backward then adds every replica's gradients into the stack's. The
 embeddings, the loss head and the optimiser still see the whole batch, so the loss and
 every gradient are the whole batch's up to the order of float additions (a weight's
 gradient is the sum of the parts' products instead of one product).
@@ -18,10 +19,13 @@ per op (``threads.in_parts`` costs 0.2 ms a call here). ``benchmarks/bench_gpt.p
 ``bench_bert.py`` and ``bench_t5.py`` measure it (``--batch-parts``).
 
 ``MINIPT_BATCH_PARTS=N`` (or ``set_batch_parts``) turns it on; 1, the default, leaves
-every stack whole. The count of parts decides the bits, not the cores: the parts run side
-by side on as many CPUs as the process may use (``threads.part_threads``; beside another
-busy process too, each part's ops on one thread), or, on one CPU or with one thread set
-by hand, one after the other, with the same numbers. A stack runs
+every stack whole. ``MINIPT_PART_WORKERS`` (or ``set_part_workers``) says what runs parts
+1 ..: ``processes`` (the default; each process has its own Python lock, where threads
+take turns at one) or ``threads``. The count of parts decides the bits, not the cores or
+the workers: the parts run side by side on as many CPUs as the process may use
+(``threads.part_threads``; beside another busy process too, each part's ops on one
+thread), or, on one CPU or with one thread set by hand, one after the other on this
+thread, with the same numbers. A stack runs
 whole when it cannot be cut: fewer rows than parts, a KV cache, dropout in training (the
 parts would draw other masks than the whole batch), attention weights being recorded, or
 per-layer masks with a batch axis.
@@ -30,13 +34,16 @@ from __future__ import annotations
 
 import copy
 import os
+import pickle
 
 import numpy as np
 
 from ..kernels import threads
 
 PARTS_ENV = "MINIPT_BATCH_PARTS"
-_setting: dict[str, int | None] = {"parts": None}
+WORKERS_ENV = "MINIPT_PART_WORKERS"
+WORKERS = ("processes", "threads")
+_setting: dict[str, int | str | None] = {"parts": None, "workers": None}
 
 
 def batch_parts() -> int:
@@ -57,6 +64,22 @@ def set_batch_parts(n: int | None) -> None:
     _setting["parts"] = n
 
 
+def part_workers() -> str:
+    """What runs parts 1 ..: "processes" (``part_processes``, the default) or "threads"
+    (``Replicas``): ``set_part_workers``'s choice, else ``MINIPT_PART_WORKERS``."""
+    mode = _setting["workers"] or os.environ.get(WORKERS_ENV) or WORKERS[0]
+    if mode not in WORKERS:
+        raise ValueError(f"{WORKERS_ENV} must be one of {', '.join(WORKERS)}, got {mode!r}")
+    return mode
+
+
+def set_part_workers(mode: str | None) -> None:
+    """Run parts 1 .. on "processes" or "threads" from now on (None: back to the environment)."""
+    if mode is not None and mode not in WORKERS:
+        raise ValueError(f"part workers must be one of {', '.join(WORKERS)}, got {mode!r}")
+    _setting["workers"] = mode
+
+
 BATCH_NDIM = {"mask": 3, "memory_mask": 3, "attn_bias": 4, "cross_bias": 4}   # the fewest axes with a batch axis
 
 
@@ -71,6 +94,20 @@ def rows(name: str, a: np.ndarray | None, sl: slice, B: int) -> np.ndarray | Non
     """The rows ``sl`` of the stack argument ``name`` if it has a batch axis, else ``a``
     itself (shared by all rows)."""
     return a[sl] if batched(name, a, B) else a
+
+
+def part_args(x, memory, kw: dict, sl: slice):
+    """The arguments of ``_forward_blocks`` for the rows ``sl``: x, memory and every
+    keyword argument with a batch axis cut."""
+    B = x.shape[0]
+    return x[sl], None if memory is None else memory[sl], {k: rows(k, v, sl, B) if k in BATCH_NDIM else v
+                                                            for k, v in kw.items()}
+
+
+def forward_part(stack, x, memory, kw: dict, sl: slice):
+    """``stack._forward_blocks`` on the rows ``sl`` (``part_args``)."""
+    xs, ms, kws = part_args(x, memory, kw, sl)
+    return stack._forward_blocks(xs, ms, **kws)
 
 
 def join(parts: list[np.ndarray | None], was_batched: bool) -> np.ndarray | None:
@@ -118,6 +155,19 @@ class Replicas:
                         g.fill(0)
         self.dirty = True
 
+    def forward(self, stack, x, memory, kw: dict, slices: list) -> list:
+        """Each part's ``_forward_blocks``: part 0 on ``stack``, part k on replica k."""
+        return side_by_side([lambda m=m, sl=sl: forward_part(m, x, memory, kw, sl)
+                             for m, sl in zip([stack, *self.modules], slices)])
+
+    def backward(self, stack, dy, slices: list) -> list:
+        """Each part's ``_backward_blocks``; the replicas' gradients then added into the stack's."""
+        self.zero_grad()
+        grads = side_by_side([lambda m=m, sl=sl: m._backward_blocks(dy[sl])
+                              for m, sl in zip([stack, *self.modules], slices)])
+        self.add_gradients()
+        return grads
+
     def add_gradients(self) -> None:
         """Add each replica's gradients into ``module``'s and zero them while they are in
         cache, for the next backward; the two halves of the arrays on two threads when two
@@ -130,6 +180,32 @@ class Replicas:
                     g.fill(0)
         threads.each_half(add, self.shares, self.size)
         self.dirty = False
+
+
+def replicas(stack, parts: int):
+    """What runs parts 1 .. parts-1 of ``stack``'s batch, made on first use (and again once
+    the stack's parameter arrays were replaced), kept in ``stack._replicas``: workers
+    (``part_processes.ProcessReplicas``, under the key ("processes", parts)) when
+    ``part_workers`` says so, two or more CPUs are there for parts and the stack can be
+    pickled; else ``Replicas`` on threads (under the key ``parts``), in the stack's mode."""
+    if part_workers() == "processes" and threads.part_threads() >= 2:
+        from .part_processes import ProcessReplicas
+        key = ("processes", parts)
+        reps = stack._replicas.get(key, ())
+        if reps == () or reps is not None and not reps.current():
+            try:
+                reps = stack._replicas[key] = ProcessReplicas(stack, parts)
+            except (pickle.PicklingError, TypeError, AttributeError):    # a function in its settings
+                reps = stack._replicas[key] = None
+        if reps is not None:
+            return reps
+    reps = stack._replicas.get(parts)
+    if reps is None or not reps.current():
+        reps = stack._replicas[parts] = Replicas(stack, parts, stack._replicas)
+    for rep in reps.modules:
+        if rep.training != stack.training:
+            rep.train(stack.training)
+    return reps
 
 
 def side_by_side(calls: list) -> list:

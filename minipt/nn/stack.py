@@ -162,27 +162,13 @@ class TransformerStack(Module):
                 return 1
         return parts
 
-    def _part_replicas(self, parts: int) -> batch_parts.Replicas:
-        """The replicas that run parts 1 .. parts-1, made on first use (and again if this
-        stack's parameter arrays were replaced), in this stack's training mode."""
-        reps = self._replicas.get(parts)
-        if reps is None or not reps.current():
-            reps = self._replicas[parts] = batch_parts.Replicas(self, parts, self._replicas)
-        for rep in reps.modules:
-            if rep.training != self.training:
-                rep.train(self.training)
-        return reps
-
     def _forward_parts(self, parts: int, x, memory, **kw) -> np.ndarray:
-        """x (B, T, C) [, memory (B, S, C)] in ``parts`` row slices, part k on replica k
-        (part 0 on this stack), side by side -> (B, T, C)."""
+        """x (B, T, C) [, memory (B, S, C)] in ``parts`` row slices, part 0 on this stack and
+        the others on its replicas (threads or processes, ``batch_parts.replicas``), side
+        by side -> (B, T, C)."""
         B = x.shape[0]
-        slices, reps = cut(B, parts), self._part_replicas(parts)
-
-        def call(stack, sl):
-            part_kw = {k: batch_parts.rows(k, v, sl, B) if k in batch_parts.BATCH_NDIM else v for k, v in kw.items()}
-            return lambda: stack._forward_blocks(x[sl], None if memory is None else memory[sl], **part_kw)
-        ys = batch_parts.side_by_side([call(m, sl) for m, sl in zip([self, *reps.modules], slices)])
+        slices, reps = cut(B, parts), batch_parts.replicas(self, parts)
+        ys = reps.forward(self, x, memory, kw, slices)
         self._split = (slices, reps, batch_parts.batched("attn_bias", kw["attn_bias"], B),
                        batch_parts.batched("cross_bias", kw["cross_bias"], B))
         return np.concatenate(ys, axis=0)                                   # (B, T, C)
@@ -191,10 +177,7 @@ class TransformerStack(Module):
         """The backward of ``_forward_parts``: each part's on its replica, side by side; the
         replicas' parameter gradients are added into this stack's."""
         (slices, reps, bias_rows, cross_rows), self._split = self._split, None
-        reps.zero_grad()
-        grads = batch_parts.side_by_side([lambda m=m, sl=sl: m._backward_blocks(dy[sl])
-                                          for m, sl in zip([self, *reps.modules], slices)])
-        reps.add_gradients()
+        grads = reps.backward(self, dy, slices)
         return BlockGrads(np.concatenate([g.dx for g in grads], axis=0),          # (B, T, C)
                           batch_parts.join([g.dmemory for g in grads], True),
                           batch_parts.join([g.dattn_bias for g in grads], bias_rows),

@@ -1,6 +1,7 @@
 """A Transformer stack's batch in parts on threads (minipt.nn.batch_parts): the same
 outputs and gradients as the whole batch, the same bits on one core or two, a whole
-batch wherever the rows cannot be cut, and clear errors for a bad setting."""
+batch wherever the rows cannot be cut, and clear errors for a bad setting. The parts on
+worker processes: tests/nn/test_part_processes.py."""
 import time
 
 import numpy as np
@@ -16,9 +17,12 @@ C, H, F, T, S = 8, 2, 16, 5, 4
 
 @pytest.fixture
 def parts():
-    """set_batch_parts for the test, back to the environment's setting afterwards."""
+    """set_batch_parts for the test, with parts 1 .. on threads; back to the environment's
+    settings afterwards."""
+    batch_parts.set_part_workers("threads")
     yield batch_parts.set_batch_parts
     batch_parts.set_batch_parts(None)
+    batch_parts.set_part_workers(None)
 
 
 def stack(n=2, dtype=np.float64, **kw):
@@ -66,9 +70,27 @@ def free(request, monkeypatch):
     return request.param
 
 
+RUNS = {"threads, one core free": ("threads", 1), "threads, two cores free": ("threads", 2),
+        "processes": ("processes", 2)}
+
+
+@pytest.fixture(params=RUNS)
+def runs(request, monkeypatch, parts):
+    """Parts 1 .. on threads (one after the other, or side by side) or worker processes."""
+    workers, free = RUNS[request.param]
+    batch_parts.set_part_workers(workers)
+    monkeypatch.setattr(threads, "part_threads", lambda: free)
+    return workers
+
+
+def ran_in_parts(m, n: int, workers: str) -> bool:
+    """Whether stack ``m``'s last forward made the replicas of ``n`` parts it needs."""
+    return m._replicas.get(("processes", n) if workers == "processes" else n) is not None
+
+
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("B,n", [(4, 2), (5, 2), (3, 3), (H, 2)])   # B = H: a (H, T, S) bias is shared
-def test_parts_equal_the_whole_batch(parts, free, case, B, n):
+def test_parts_equal_the_whole_batch(parts, runs, case, B, n):
     settings, make = CASES[case]
     r = np.random.default_rng(3)
     m = stack(**settings)
@@ -77,7 +99,7 @@ def test_parts_equal_the_whole_batch(parts, free, case, B, n):
     y1, g1, p1 = run(m, x, kw, dy, start=1.0)       # the backward adds into gradients already there
     parts(n)
     y2, g2, p2 = run(m, x, kw, dy, start=1.0)
-    assert n in m._replicas                          # the parts did run
+    assert ran_in_parts(m, n, runs)                  # the parts did run
     np.testing.assert_allclose(y2, y1, rtol=1e-12, atol=1e-12)
     for a, b in zip(g2, g1):
         assert (a is None) == (b is None)
@@ -88,14 +110,14 @@ def test_parts_equal_the_whole_batch(parts, free, case, B, n):
         np.testing.assert_allclose(p2[name], p1[name], rtol=1e-11, atol=1e-12, err_msg=name)
 
 
-def test_gradcheck_through_the_parts(parts, free):
+def test_gradcheck_through_the_parts(parts, runs):
     parts(2)
     r = np.random.default_rng(4)
     m = stack(cross_attention=True)
     x, memory = r.standard_normal((3, T, C)), r.standard_normal((3, S, C))
     result = check_module(m, x, memory, select=lambda y: y, forward_kwargs=dict(causal=True, memory_mask=padding(3, S)),
                           max_checks=8)
-    assert 2 in m._replicas
+    assert ran_in_parts(m, 2, runs)
     assert {a.kind for a in result.arrays} == {"input", "param"}
     assert result.passed, result
 
@@ -284,7 +306,7 @@ def _models():
 
 
 @pytest.mark.parametrize("name", ["gpt", "bert", "t5"])
-def test_whole_models_give_the_same_loss_and_gradients(parts, free, name):
+def test_whole_models_give_the_same_loss_and_gradients(parts, runs, name):
     """The embeddings, heads and loss see the whole batch; only the stacks run in parts."""
     out = {}
     for n in (1, 2):
@@ -295,7 +317,7 @@ def test_whole_models_give_the_same_loss_and_gradients(parts, free, name):
         m.backward()
         out[n] = (float(loss), m.gradients())
         stacks = [mod for _, mod in m.named_modules() if isinstance(mod, TransformerStack)]
-        assert stacks and all(bool(s._replicas) == (n == 2) for s in stacks)
+        assert stacks and all(ran_in_parts(s, 2, runs) == (n == 2) for s in stacks)
     assert out[2][0] == pytest.approx(out[1][0], rel=1e-13)
     for k, g in out[1][1].items():
         np.testing.assert_allclose(out[2][1][k], g, rtol=1e-10, atol=1e-13, err_msg=k)
