@@ -294,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true", help="replace the run files already in --out "
                    "(checkpoint.npz, tokenizer.json, metrics.jsonl, loss.png, report.json)")
     p.add_argument("--batch-parts", type=positive, default=None, metavar="N",
-                   help="cut each Transformer stack's batch into N parts that run side by side on threads: faster "
-                   "on 2+ cores, the same losses up to float rounding; a stack with dropout stays whole while training "
+                   help="cut each Transformer stack's batch into N parts that run side by side (parts 2.. on "
+                   "worker processes, or threads with MINIPT_PART_WORKERS=threads): faster on 2+ cores, the same losses up to float rounding; a stack with dropout stays whole while training "
                    "(default: MINIPT_BATCH_PARTS, else 1, whole)")
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("sample", help="continue a prompt with a trained model", formatter_class=fmt)

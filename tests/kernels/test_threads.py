@@ -63,6 +63,17 @@ def test_others_busy_subtracts_our_own_cpu_time():
         threads.others_busy(0.0, 1.0, 0.0, 0.0)
 
 
+def test_our_workers_cpu_time_counts_as_our_own(monkeypatch):
+    """A batch part's worker process is ours: its CPU time must not read as another program's."""
+    monkeypatch.setitem(threads._state, "helpers", {})
+    monkeypatch.setattr(threads.time, "process_time", lambda: 2.0)
+    assert threads._own_cpu() == 2.0
+    threads.count_as_own(1234, 3.5)
+    threads.count_as_own(5678, 1.0)
+    threads.count_as_own(1234, 4.0)                                    # the latest count of each
+    assert threads._own_cpu() == pytest.approx(7.0)
+
+
 def test_set_threads_sets_numpy_blas_and_numba_never_above_available(policy_state):
     assert threads.set_threads(99) == CPUS
     assert threads.blas_threads() == CPUS and numba.get_num_threads() == CPUS
