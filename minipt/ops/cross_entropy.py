@@ -5,7 +5,8 @@ left out of both sum and count. Label smoothing (Szegedy et al. 2016) replaces t
 one-hot target by (1 - eps) onehot + eps / V. dlogits = (softmax(z) - target) / count.
 When every target is ignored the loss is 0 and the gradient zero (nothing to learn;
 a batch of padding must not become NaN). float32 rows run in the Numba kernel
-``kernels/cross_entropy.py``; float64 (gradient checks) and runs without Numba in its NumPy
+``kernels/cross_entropy.py`` (in one part its forward also makes the gradient for
+dloss = 1, which the backward then hands over); float64 (gradient checks) and runs without Numba in its NumPy
 twin (``_rows_numpy``, ``_rows_backward_numpy``). The kernel's float64 agrees with the twin
 to 1e-15 (tests/kernels), but its reassociated sums round differently, and in lesson 12's
 whole-model check that moved the central-difference round-off on one tiny gradient
@@ -37,16 +38,17 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, ignore_index:
     fused = kernels.get("cross_entropy") if logits.dtype == np.float32 else None
     if fused:                                                    # targets and rows: float32 in Numba
         z = np.ascontiguousarray(z)
-        nll, state, tk, keep, count, bad = fused(z, t, ignore_index, float(label_smoothing))   # lse (N,)
+        nll, state, tk, keep, count, bad, dz1 = fused(z, t, ignore_index, float(label_smoothing))   # lse (N,)
     else:
         tk, keep, count, bad = (kernels.get("cross_entropy_targets") or _targets_numpy)(t, ignore_index, V)
+        dz1 = None
     if bad >= 0:
         raise IndexError(f"target id {int(t[bad])} is outside [0, {V}) (ignore_index is {ignore_index})")
     if not fused:
         nll, state = _rows_numpy(z, tk, label_smoothing)         # (N,), logp (N, V)
         nll = nll * keep
     loss = np.asarray(nll.sum() / max(count, 1), dtype=logits.dtype)
-    return loss, (z, state, tk, keep, count, label_smoothing, logits.shape, fused is not None)
+    return loss, (z, state, tk, keep, count, label_smoothing, logits.shape, fused is not None, dz1)
 
 
 def _targets_numpy(t, ignore_index: int, V: int):
@@ -79,7 +81,9 @@ def _rows_backward_numpy(logp, tk, w, eps):
 
 def cross_entropy_backward(dloss, cache) -> np.ndarray:
     """dloss (scalar) -> dlogits (..., V)."""
-    z, state, tk, keep, count, eps, shape, fused = cache
+    z, state, tk, keep, count, eps, shape, fused, dz1 = cache
+    if dz1 is not None and float(dloss) == 1.0:                  # made by the forward's kernel
+        return dz1.reshape(shape)
     w = keep * (float(dloss) / max(count, 1))                    # (N,) float64
     if fused:
         dz = kernels.get("cross_entropy_rows_backward")(z, tk, state, w, float(eps))

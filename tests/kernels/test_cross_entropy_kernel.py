@@ -171,9 +171,10 @@ def test_the_target_pass_matches_its_twin(dtype):
 
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_targets_and_rows_in_one_call_equal_the_two_kernels_in_parts(eps, monkeypatch):
-    """``cross_entropy`` in one part (one Numba call for the target pass and the rows) gives
-    what the target pass and ``cross_entropy_rows`` give in parts on two threads; a kept id
-    outside [0, V) is reported at its first row."""
+    """``cross_entropy`` in one part (one Numba call for the target pass, the rows and their
+    gradient) gives what the target pass and ``cross_entropy_rows`` give in parts on two
+    threads, and the gradient ``cross_entropy_rows_backward`` gives for dloss = 1; a kept
+    id outside [0, V) is reported at its first row."""
     r = np.random.default_rng(12)
     N, V = 301, 37
     z = (r.standard_normal((N, V)) * 4).astype(np.float32)
@@ -184,11 +185,44 @@ def test_targets_and_rows_in_one_call_equal_the_two_kernels_in_parts(eps, monkey
         with threads.limit(blas=1, numba=n):
             assert threads.part_count(N, K._min_rows(V)) == min(n, threads.available_cpus())
             out[n] = K.cross_entropy(z, t, -100, eps)
-    for a, b in zip(out[1], out[2]):
+    for a, b in zip(out[1][:6], out[2][:6]):
         assert np.array_equal(a, b)
+    assert out[2][6] is None                          # in parts the backward makes the gradient
     nll, lse = K.cross_entropy_rows(z, np.where(t < 0, 0, t), t != -100, eps)
+    keep = t != -100
+    dz = K.cross_entropy_rows_backward(z, np.where(keep, t, 0), lse, keep * (1.0 / keep.sum()), eps)
+    assert np.array_equal(out[1][6], dz) and not dz[~keep].any()
     assert np.array_equal(out[1][0], nll) and np.array_equal(out[1][1], lse) and out[1][4] == (t != -100).sum()
     for wrong in (V, 10**9):
         bad = t.copy()
         bad[[40, 90]] = wrong
         assert K.cross_entropy(z, bad, -100, eps)[5] == 40
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_the_forward_s_gradient_is_the_backward_s_for_dloss_1(eps, monkeypatch):
+    """The op hands over the gradient its forward's kernel made when dloss is 1, and makes
+    one for any other dloss: both with the bits of the backward kernel, and near the
+    softmax minus the target written out in float64."""
+    r = np.random.default_rng(13)
+    z = (r.standard_normal((3, 50, 29)) * 3).astype(np.float32)
+    t = np.where(r.random((3, 50)) < 0.25, -100, r.integers(0, 29, (3, 50)))
+    with threads.limit(blas=1, numba=1):                        # one part: the kernel makes dz
+        loss, cache = C.cross_entropy_forward(z, t, label_smoothing=eps)
+        assert cache[-1] is not None
+        got = {d: C.cross_entropy_backward(d, cache) for d in (1.0, 0.5)}
+        real = kernels.get("cross_entropy")
+        monkeypatch.setattr(kernels, "get", lambda name, real_get=kernels.get: (
+            (lambda *a: (*real(*a)[:6], None)) if name == "cross_entropy" else real_get(name)))
+        _, without = C.cross_entropy_forward(z, t, label_smoothing=eps)
+        assert without[-1] is None
+        for d, dz in got.items():
+            assert np.array_equal(dz, C.cross_entropy_backward(d, without)), d
+    keep = t != -100
+    p = np.exp(z - z.max(-1, keepdims=True).astype(np.float64))
+    p /= p.sum(-1, keepdims=True)
+    want = p - eps / 29
+    want[keep, t[keep]] -= 1.0 - eps
+    want *= keep[..., None] / keep.sum()
+    np.testing.assert_allclose(got[1.0], want, atol=2e-7)
+    np.testing.assert_allclose(got[0.5], 0.5 * want, atol=2e-7)
