@@ -142,24 +142,49 @@ def test_ctrl_c_with_evaluation_off_says_so(tiny, monkeypatch, tmp_path, capsys)
     assert "no evaluation was made" in out and "--resume`" in out
 
 
+def _part_workers_of(pid: int) -> set[int]:
+    """Pids of the batch-part worker processes whose parent is ``pid``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and b"minipt.nn.part_processes import main" in cmd:
+            found.add(int(entry.name))
+    return found
+
+
 @pytest.mark.slow
-def test_real_ctrl_c_in_a_subprocess_before_any_evaluation(tmp_path):
+@pytest.mark.parametrize("parts", [1, 2], ids=["whole", "2 batch parts"])
+def test_real_ctrl_c_in_a_subprocess_before_any_evaluation(tmp_path, parts):
+    """Ctrl-C in a terminal reaches the whole process group: with the batch in parts, the
+    worker process too, which leaves it to the run and ends with it."""
     corpus = tmp_path / "c.txt"
     corpus.write_text("the old king sees his gold near the river . " * 200)
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "MINIPT_PART_WORKERS": "processes"}
     proc = subprocess.Popen([sys.executable, "-m", "minipt.cli", "train", "gpt", "--corpus", str(corpus),
-                             "--steps", "5000", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                             "--steps", "5000", "--out", str(out), "--batch-parts", str(parts)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     metrics = out / "metrics.jsonl"
     while not (metrics.exists() and metrics.read_text().count("\n") >= 2):
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    workers = _part_workers_of(proc.pid)
+    if os.cpu_count() > 1 and sys.platform == "linux":
+        assert len(workers) == parts - 1
+    os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr and "validation loss" in stdout
-    assert f"`minipt train gpt --out {out} --resume`" in stdout
+    assert "Traceback" not in stderr and "Warning" not in stderr and "validation loss" in stdout
+    assert f"`minipt train gpt --out {out} --resume{' --batch-parts 2' if parts == 2 else ''}`" in stdout
+    for _ in range(100):                                   # the worker ends with its run
+        if not any(Path(f"/proc/{w}").exists() for w in workers):
+            break
+        time.sleep(0.05)
+    assert not any(Path(f"/proc/{w}").exists() for w in workers)
 
 
 def test_export_overwrite_replaces_only_export_files(tiny, tmp_path, capsys, monkeypatch):

@@ -35,10 +35,14 @@ from __future__ import annotations
 import copy
 import os
 import pickle
+import weakref
 
 import numpy as np
 
 from ..kernels import threads
+from . import part_processes
+from .block import BlockGrads
+from .shared_files import SharedFile, nbytes, on_file, pack, room, unpack
 
 PARTS_ENV = "MINIPT_BATCH_PARTS"
 WORKERS_ENV = "MINIPT_PART_WORKERS"
@@ -185,11 +189,10 @@ class Replicas:
 def replicas(stack, parts: int):
     """What runs parts 1 .. parts-1 of ``stack``'s batch, made on first use (and again once
     the stack's parameter arrays were replaced), kept in ``stack._replicas``: workers
-    (``part_processes.ProcessReplicas``, under the key ("processes", parts)) when
+    (``ProcessReplicas`` on ``part_processes``, under the key ("processes", parts)) when
     ``part_workers`` says so, two or more CPUs are there for parts and the stack can be
     pickled; else ``Replicas`` on threads (under the key ``parts``), in the stack's mode."""
     if part_workers() == "processes" and threads.part_threads() >= 2:
-        from .part_processes import ProcessReplicas
         key = ("processes", parts)
         reps = stack._replicas.get(key, ())
         if reps == () or reps is not None and not reps.current():
@@ -206,6 +209,142 @@ def replicas(stack, parts: int):
         if rep.training != stack.training:
             rep.train(stack.training)
     return reps
+
+
+def layout(stack):
+    """The stack's distinct parameter arrays in order, and (module name, key, index into
+    them) for every parameter entry: a tied array is one array, reached by every entry."""
+    index: dict[int, int] = {}
+    arrays, entries = [], []
+    for name, mod in stack.named_modules():
+        for key, p in mod.params.items():
+            if id(p) not in index:
+                index[id(p)] = len(arrays)
+                arrays.append(p)
+            entries.append((name, key, index[id(p)]))
+    return arrays, entries
+
+
+class ProcessReplicas:
+    """Parts 1 .. parts-1 of ``stack``'s batch on workers 0 .. parts-2: the caller's side.
+    Pickling the stack here raises for one that cannot go to a process (a function in
+    its settings); ``batch_parts.replicas`` then runs its parts on threads."""
+
+    def __init__(self, stack, parts: int):
+        self.parts, self.key = parts, next(part_processes.keys)
+        self.arrays, self.entries = layout(stack)
+        self.slots = [(mod.params, key, p) for _, mod in stack.named_modules() for key, p in mod.params.items()]
+        grad_of = {id(mod.params[key]): mod.grads[key] for _, mod in reversed(list(stack.named_modules()))
+                   for key in mod.params}                        # the first holder's, as named_grads
+        self.grads = [grad_of[id(p)] for p in self.arrays]
+        self.shapes = [(p.shape, p.dtype.str) for p in self.arrays]
+        self.size = sum(p.size for p in self.arrays)
+        replica = copy.copy(stack)
+        replica._replicas, replica._split = {}, None
+        self.blob = pickle.dumps(replica)
+        self.on: dict[int, tuple] = {}                           # k -> (worker, copies, adds)
+        self.dirty: set[int] = set()                             # workers whose gradients may not be zero
+        weakref.finalize(self, part_processes.forget, self.key)
+
+    def current(self) -> bool:
+        """False once the stack's parameter arrays were replaced: made again then."""
+        return all(d[key] is p for d, key, p in self.slots)
+
+    def _worker(self, k: int):
+        """Worker k with this stack's replica on it, sent (again) if it is new."""
+        w = part_processes.worker(k)
+        if k not in self.on or self.on[k][0] is not w:
+            files = SharedFile(room(self.shapes)), SharedFile(room(self.shapes))
+            try:
+                w.ask(("stack", self.key, self.blob, self.shapes, self.entries, files[0].path, files[1].path))
+            finally:
+                for f in files:
+                    f.unlink()
+            w.stacks.add(self.key)
+            params, grads = (on_file(f, self.shapes) for f in files)
+            size = lambda pair: pair[0].size
+            self.on[k] = (w, threads.halves(list(zip(self.arrays, params)), size),
+                          threads.halves(list(zip(self.grads, grads)), size))
+            self.dirty.discard(k)
+        return self.on[k]
+
+    def forward(self, stack, x, memory, kw: dict, slices: list) -> list:
+        """Parameters copied to the workers, part k sent to worker k - 1, part 0 run here."""
+        if callable(kw.get("layer_masks")):                      # a model's function: send its masks
+            T = x.shape[1]
+            kw = dict(kw, layer_masks=[stack._layer_mask(kw["layer_masks"], i, T, T) for i in range(stack.n_layers)])
+        ons = [self._worker(k) for k in range(self.parts - 1)]
+        for w, copies, _ in ons:
+            threads.each_half(_copy_into, copies, self.size)
+        for (w, _, _), sl in zip(ons, slices[1:]):
+            args = part_args(x, memory, kw, sl)
+            w.room(nbytes(args), nbytes(args))                   # outputs: no larger than inputs
+            w.boxes[0].top = 0
+            w.send(("forward", self.key, stack.training, pack(args, w.boxes[0])))
+        y0 = self._here(ons, lambda: forward_part(stack, x, memory, kw, slices[0]))
+        return [y0, *self._replies(ons)]
+
+    def backward(self, stack, dy, slices: list) -> list:
+        """Part k's backward on worker k - 1, part 0's here; the workers' gradients then
+        added into the stack's (and zeroed there for the next backward)."""
+        ons = [self.on[k] for k in range(self.parts - 1)]        # the forward's workers
+        for k, (w, _, adds) in enumerate(ons):
+            if k in self.dirty:                                  # a backward that failed half-way
+                for half in adds:
+                    for _, theirs in half:
+                        theirs.fill(0)
+            w.boxes[0].top = 0
+            w.send(("backward", self.key, pack(dy[slices[k + 1]], w.boxes[0])))
+            self.dirty.add(k)
+        g0 = self._here(ons, lambda: stack._backward_blocks(dy[slices[0]]))
+        outs = self._replies(ons)
+        for k, (_, _, adds) in enumerate(ons):
+            threads.each_half(_add_and_zero, adds, self.size)
+            self.dirty.discard(k)
+        return [g0, *(BlockGrads(*out) for out in outs)]
+
+    @staticmethod
+    def _here(ons, call):
+        """Part 0 on this thread with the pools at one thread; if it does not end (an
+        error, Ctrl-C) the workers' replies will not be read, so the workers are stopped."""
+        try:
+            with threads.limit(blas=1, numba=1):
+                return call()
+        except BaseException:
+            for w, _, _ in ons:
+                part_processes.stop(w)
+            raise
+
+    @staticmethod
+    def _replies(ons) -> list:
+        """Each worker's reply (arrays on its outbox until its next message); the first
+        error among them raised once all are read."""
+        outs, error = [], None
+        for w, _, _ in ons:
+            try:
+                outs.append(unpack(w.receive(), w.boxes[1], copy_out=False))
+            except Exception as e:                               # noqa: BLE001 - raised below
+                if isinstance(e, part_processes.WorkerGone):
+                    raise
+                error = error or e
+            except BaseException:                                # Ctrl-C: the other replies go unread
+                for other, _, _ in ons:
+                    part_processes.stop(other)
+                raise
+        if error is not None:
+            raise error
+        return outs
+
+
+def _copy_into(pairs) -> None:
+    for mine, theirs in pairs:
+        np.copyto(theirs, mine)
+
+
+def _add_and_zero(pairs) -> None:
+    for mine, theirs in pairs:
+        mine += theirs
+        theirs.fill(0)
 
 
 def side_by_side(calls: list) -> list:

@@ -149,6 +149,33 @@ def test_ctrl_c_in_part_0_stops_the_worker_and_the_next_step_is_whole(on, monkey
     assert same(step(m, x, dy, causal=True), want)
 
 
+def test_ctrl_c_while_waiting_for_the_worker_stops_it(on, monkeypatch):
+    m = make()
+    x, dy = data()
+    want = step(m, x, dy, causal=True)
+    w = remote(m).on[0][0]
+    real = part_processes.Worker.receive
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(part_processes.Worker, "receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        m(x, causal=True)
+    monkeypatch.setattr(part_processes.Worker, "receive", real)
+    assert w.proc.poll() is not None                                   # its reply would be read as the next one
+    assert same(step(m, x, dy, causal=True), want)
+
+
+def test_a_worker_left_waiting_to_answer_is_not_used_again(on):
+    m = make()
+    x, dy = data()
+    want = step(m, x, dy, causal=True)
+    w = remote(m).on[0][0]
+    w.send(("backward", -1, None))                                     # a reply nobody read
+    assert same(step(m, x, dy, causal=True), want)
+    assert w.proc.poll() is not None and remote(m).on[0][0] is not w
+
+
 def test_a_failed_backward_leaves_no_stale_gradients_in_the_worker(on, monkeypatch):
     m = make()
     x, dy = data()
