@@ -164,7 +164,8 @@ def test_real_ctrl_c_in_a_subprocess_before_any_evaluation(tmp_path, parts):
     corpus = tmp_path / "c.txt"
     corpus.write_text("the old king sees his gold near the river . " * 200)
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "MINIPT_PART_WORKERS": "processes"}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "MINIPT_PART_WORKERS": "processes",
+           "MINIPT_THREADS": "2"}                         # not the test session's one thread: parts side by side
     proc = subprocess.Popen([sys.executable, "-m", "minipt.cli", "train", "gpt", "--corpus", str(corpus),
                              "--steps", "5000", "--out", str(out), "--batch-parts", str(parts)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -173,7 +174,7 @@ def test_real_ctrl_c_in_a_subprocess_before_any_evaluation(tmp_path, parts):
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     workers = _part_workers_of(proc.pid)
-    if os.cpu_count() > 1 and sys.platform == "linux":
+    if len(os.sched_getaffinity(0)) > 1:
         assert len(workers) == parts - 1
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=300)
