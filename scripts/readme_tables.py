@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
 BENCH_DIR = ROOT / "reports" / "benchmarks"
-BENCH_RUNS = BENCH_DIR / "2026-11-28-linear-calls"
-BENCH_AVX2 = BENCH_DIR / "2026-11-28-linear-calls-avx2"        # --isa avx2
+BENCH_RUNS = BENCH_DIR / "2026-11-28-part-processes"
+BENCH_AVX2 = BENCH_DIR / "2026-11-28-part-processes-avx2"        # --isa avx2
 
 FILE_ROLES = {
     "checkpoint.npz": "parameters, optimiser and random-generator state (npz + JSON, no pickle)",
@@ -195,7 +195,8 @@ def _slower_table(folder: Path) -> str:
 SETS = ("2026-11-27-attention-calls", "2026-11-27-python-overhead", "2026-11-27-attention-heads",
         "2026-11-27-attention-heads-2", "2026-11-27-linear-tiles", "2026-11-27-loss-attribution",
         "2026-11-28-cross-entropy-lanes", "2026-11-28-glue-and-lanes", "2026-11-28-fewer-hand-overs",
-        "2026-11-28-optimiser-halves", "2026-11-28-prefetch", "2026-11-28-linear-calls")
+        "2026-11-28-optimiser-halves", "2026-11-28-prefetch", "2026-11-28-linear-calls",
+        "2026-11-28-part-processes")
 
 
 def is_native_set(folder: Path) -> bool:

@@ -191,8 +191,12 @@ def replicas(stack, parts: int):
     the stack's parameter arrays were replaced), kept in ``stack._replicas``: workers
     (``ProcessReplicas`` on ``part_processes``, under the key ("processes", parts)) when
     ``part_workers`` says so, two or more CPUs are there for parts and the stack can be
-    pickled; else ``Replicas`` on threads (under the key ``parts``), in the stack's mode."""
-    if part_workers() == "processes" and threads.part_threads() >= 2:
+    pickled; else ``Replicas`` on threads (under the key ``parts``), in the stack's mode.
+    Workers need two CPUs free of other programs' work (``threads.refresh``): beside one
+    busy single-threaded process, GPT S trained at 65-71k tokens/s with a worker against
+    77k on threads, GPT M at 14.4-15.1k against 16.4k (``bench_gpt.py --busy 1``): three
+    processes shared two CPUs where the threads' turns at Python's lock left room."""
+    if part_workers() == "processes" and threads.part_threads() >= 2 and threads.refresh() >= 2:
         key = ("processes", parts)
         reps = stack._replicas.get(key, ())
         if reps == () or reps is not None and not reps.current():

@@ -20,8 +20,9 @@ C, H, F, T = 8, 2, 16, 5
 
 @pytest.fixture
 def on(monkeypatch):
-    """Parts 1 .. of 2 on a worker process (two CPUs for parts); the settings back after."""
+    """Parts 1 .. of 2 on a worker process (two CPUs free for parts); the settings back after."""
     monkeypatch.setattr(threads, "part_threads", lambda: 2)
+    monkeypatch.setattr(threads, "refresh", lambda now=None: 2)
     batch_parts.set_batch_parts(2)
     batch_parts.set_part_workers("processes")
     yield
@@ -254,6 +255,16 @@ def test_messages_carry_large_arrays_through_the_shared_file():
     tiny = shared_files.SharedFile(64)
     tiny.unlink()
     assert shared_files.pack(big, tiny) is big                       # no room: pickled instead
+
+
+def test_beside_a_busy_program_the_parts_run_on_threads(on, monkeypatch):
+    m = make()
+    x, dy = data()
+    want = step(m, x, dy, causal=True)
+    assert remote(m) is not None
+    monkeypatch.setattr(threads, "refresh", lambda now=None: 1)        # one CPU left free by others
+    assert same(step(m, x, dy, causal=True), want)
+    assert m._replicas.get(2) is not None                              # the threads took this step
 
 
 def test_a_bad_worker_setting_names_the_problem(monkeypatch):
