@@ -24,7 +24,9 @@ replica of each, under a number):
   them, as the threads' replicas do: the same additions in the same order, so the same bits.
 
 A worker is ``python -c "...main([FD])"`` on one end of a socket pair, with its
-BLAS and Numba at one thread; it ignores Ctrl-C and ends when the caller's end closes. An
+BLAS and Numba at one thread, started at the first forward in parts (its imports and its
+kernels from Numba's cache: a first GPT S step took 0.8 s against 0.6 on threads, a GPT
+L one 2.2 s against 0.9); it ignores Ctrl-C and ends when the caller's end closes. An
 error raised in a worker comes back and is raised after part 0 has ended. A worker that
 died, or whose step the caller left half-way (Ctrl-C, an error in part 0 before the
 reply), is stopped; the next forward starts another.

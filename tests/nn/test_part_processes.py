@@ -133,37 +133,23 @@ def test_a_worker_that_dies_during_its_part_is_named(on, monkeypatch):
     assert same(step(m, x, dy, causal=True), want)
 
 
-def test_ctrl_c_in_part_0_stops_the_worker_and_the_next_step_is_whole(on, monkeypatch):
+def _ctrl_c(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where", ["in the caller's part", "waiting for the worker"])
+def test_ctrl_c_stops_the_worker_and_the_next_step_is_whole(on, where):
     m = make()
     x, dy = data()
     want = step(m, x, dy, causal=True)
     w = remote(m).on[0][0]
-    real = TransformerStack._forward_blocks
-
-    def interrupted(self, *a, **kw):                                   # the caller's part only
-        raise KeyboardInterrupt
-    monkeypatch.setattr(TransformerStack, "_forward_blocks", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        m(x, causal=True)
-    assert w.proc.poll() is not None                                   # its reply would never be read
-    monkeypatch.setattr(TransformerStack, "_forward_blocks", real)
-    assert same(step(m, x, dy, causal=True), want)
-
-
-def test_ctrl_c_while_waiting_for_the_worker_stops_it(on, monkeypatch):
-    m = make()
-    x, dy = data()
-    want = step(m, x, dy, causal=True)
-    w = remote(m).on[0][0]
-    real = part_processes.Worker.receive
-
-    def interrupted(self):
-        raise KeyboardInterrupt
-    monkeypatch.setattr(part_processes.Worker, "receive", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        m(x, causal=True)
-    monkeypatch.setattr(part_processes.Worker, "receive", real)
-    assert w.proc.poll() is not None                                   # its reply would be read as the next one
+    owner, name = (TransformerStack, "_forward_blocks") if where == "in the caller's part" else \
+        (part_processes.Worker, "receive")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(owner, name, _ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            m(x, causal=True)
+    assert w.proc.poll() is not None                                   # its reply would be read as the next one's
     assert same(step(m, x, dy, causal=True), want)
 
 
