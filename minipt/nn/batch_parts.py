@@ -127,27 +127,35 @@ def join(parts: list[np.ndarray | None], was_batched: bool) -> np.ndarray | None
     return total
 
 
-class Replicas:
+class _Following:
+    """What both kinds of replicas keep of ``module``: each parameter entry and its array,
+    to tell when the arrays were replaced (``to(dtype)``, a re-tie)."""
+
+    def __init__(self, module):
+        self.slots = [(mod.params, key, p) for _, mod in module.named_modules() for key, p in mod.params.items()]
+
+    def current(self) -> bool:
+        """False once ``module``'s parameter arrays were replaced: the replicas then hold
+        stale ones and are made again."""
+        return all(d[key] is p for d, key, p in self.slots)
+
+
+class Replicas(_Following):
     """Replicas 1 .. parts-1 of ``module``: copies that hold its very parameter arrays (an
     optimiser step moves all of them) with gradient arrays and caches of their own.
     ``keep_out``, the module's own table of replicas, is not copied into them. The arrays
     are listed once here, so that a step walks no module tree."""
 
     def __init__(self, module, parts: int, keep_out: dict):
+        super().__init__(module)
         memo = {id(p): p for _, mod in module.named_modules() for p in mod.params.values()}
         memo[id(keep_out)] = {}
         self.modules = [copy.deepcopy(module, dict(memo)) for _ in range(parts - 1)]
-        self.slots = [(mod.params, key, p) for _, mod in module.named_modules() for key, p in mod.params.items()]
         own = [g for _, g in module.named_grads()]                      # tied arrays once
         pairs = list(zip(own, *([g for _, g in m.named_grads()] for m in self.modules)))
         self.shares = threads.halves(pairs, lambda t: t[0].size)      # for two threads
         self.size = sum(g.size for _, *theirs in pairs for g in theirs)   # the replicas' gradient elements
         self.dirty = True                             # the copies' gradients are the module's, not zeros
-
-    def current(self) -> bool:
-        """False once ``module``'s parameter arrays were replaced (``to(dtype)``, a re-tie):
-        the replicas then hold stale ones and are made again."""
-        return all(d[key] is p for d, key, p in self.slots)
 
     def zero_grad(self) -> None:
         """Zero the replicas' gradients before their backward, unless ``add_gradients`` left
@@ -229,17 +237,17 @@ def layout(stack):
     return arrays, entries
 
 
-class ProcessReplicas:
+class ProcessReplicas(_Following):
     """Parts 1 .. parts-1 of ``stack``'s batch on workers 0 .. parts-2: the caller's side.
     Pickling the stack here raises for one that cannot go to a process (a function in
     its settings); ``batch_parts.replicas`` then runs its parts on threads."""
 
     def __init__(self, stack, parts: int):
+        super().__init__(stack)
         self.parts, self.key = parts, next(part_processes.keys)
         self.arrays, self.entries = layout(stack)
-        self.slots = [(mod.params, key, p) for _, mod in stack.named_modules() for key, p in mod.params.items()]
-        grad_of = {id(mod.params[key]): mod.grads[key] for _, mod in reversed(list(stack.named_modules()))
-                   for key in mod.params}                        # the first holder's, as named_grads
+        grad_of = {id(mod.params[key]): mod.grads[key] for _, mod in stack.named_modules()
+                   for key in mod.params}                        # a tied array has one gradient (Module.tie)
         self.grads = [grad_of[id(p)] for p in self.arrays]
         self.shapes = [(p.shape, p.dtype.str) for p in self.arrays]
         self.size = sum(p.size for p in self.arrays)
@@ -249,10 +257,6 @@ class ProcessReplicas:
         self.on: dict[int, tuple] = {}                           # k -> (worker, copies, adds)
         self.dirty: set[int] = set()                             # workers whose gradients may not be zero
         weakref.finalize(self, part_processes.forget, self.key)
-
-    def current(self) -> bool:
-        """False once the stack's parameter arrays were replaced: made again then."""
-        return all(d[key] is p for d, key, p in self.slots)
 
     def _worker(self, k: int):
         """Worker k with this stack's replica on it, sent (again) if it is new."""
@@ -282,7 +286,7 @@ class ProcessReplicas:
             threads.each_half(_copy_into, copies, self.size)
         for (w, _, _), sl in zip(ons, slices[1:]):
             args = part_args(x, memory, kw, sl)
-            w.room(nbytes(args), nbytes(args))                   # outputs: no larger than inputs
+            w.make_room(nbytes(args), nbytes(args))              # outputs: no larger than inputs
             w.boxes[0].top = 0
             w.send(("forward", self.key, stack.training, pack(args, w.boxes[0])))
         y0 = self._here(ons, lambda: forward_part(stack, x, memory, kw, slices[0]))

@@ -167,7 +167,7 @@ class Worker:
         return WorkerGone(f"a batch part's worker process ended (exit code {code}); "
                           "the next forward starts a new one")
 
-    def room(self, inbox: int, outbox: int) -> None:
+    def make_room(self, inbox: int, outbox: int) -> None:
         """Boxes of at least these sizes, made anew (twice the need) when too small."""
         if self.boxes is None or self.boxes[0].size < inbox or self.boxes[1].size < outbox:
             boxes = SharedFile(2 * inbox), SharedFile(2 * outbox)

@@ -55,7 +55,8 @@ class TransformerStack(Module):
         else:
             self.ln_f = None
         self._cached = False
-        self._replicas: dict[int, batch_parts.Replicas] = {}   # parts -> replicas of parts 1..; not children
+        self._replicas: dict = {}             # parts (threads) or ("processes", parts) -> replicas of parts 1..;
+                                              # not children (batch_parts.replicas)
         self._drawers = None                  # name -> Dropout or attention module, on first use (a dict:
                                               # not children)
         self._split = None                    # the last forward's parts: (slices, replicas, batched bias, memory)
