@@ -144,7 +144,7 @@ class Worker:
             self.conn.send(msg)
         except OSError as e:
             raise self.gone() from e
-        self.busy = msg[0] != "drop"
+        self.busy = True
 
     def receive(self):
         try:

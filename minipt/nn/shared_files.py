@@ -15,6 +15,11 @@ SHARED_FROM = 1 << 14              # bytes: arrays from this size on go through 
 ALIGN = 64
 
 
+def aligned(n: int) -> int:
+    """``n`` bytes rounded up to a multiple of ALIGN."""
+    return -(-n // ALIGN) * ALIGN
+
+
 class SharedFile:
     """A file in /dev/shm (else the temporary folder) mapped into memory: ``view`` gives
     arrays on it. The side that creates it unlinks it once the other side has mapped it."""
@@ -43,8 +48,8 @@ class SharedFile:
         return np.ndarray(shape, dtype, buffer=self.map, offset=offset)
 
     def put(self, a: np.ndarray):
-        """Copy ``a`` in after what is there -> a reference ``take`` reads; None if full."""
-        offset = -(-self.top // ALIGN) * ALIGN
+        """Copy ``a`` in after what is there -> a reference ``unpack`` reads; None if full."""
+        offset = aligned(self.top)
         if offset + a.nbytes > self.size:
             return None
         self.view(offset, a.shape, a.dtype)[...] = a
@@ -97,10 +102,10 @@ def on_file(f: SharedFile, shapes) -> list[np.ndarray]:
     views, offset = [], 0
     for shape, dtype in shapes:
         views.append(f.view(offset, shape, dtype))
-        offset += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // ALIGN) * ALIGN
+        offset += aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
     return views
 
 
 def room(shapes) -> int:
     """Bytes ``on_file`` needs for arrays of these (shape, dtype) pairs."""
-    return sum(-(-int(np.prod(shape)) * np.dtype(dtype).itemsize // ALIGN) * ALIGN for shape, dtype in shapes)
+    return sum(aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize) for shape, dtype in shapes)
